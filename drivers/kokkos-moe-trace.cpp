@@ -1,0 +1,366 @@
+// kokkos-moe-trace: inspect, validate and synthesise routing traces
+// (docs/trace-format.md).
+//
+// Exit codes: 0 success, 1 invalid trace or I/O failure, 2 bad command line.
+#include <KokkosMoE/KokkosMoE_Trace.hpp>
+#include <KokkosMoE/KokkosMoE_TraceSynth.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <iterator>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using namespace KokkosMoE;
+
+// A bad command line: reported in one line, exit code 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+const char* const kMainUsage =
+    "usage: kokkos-moe-trace <command> [options]\n"
+    "\n"
+    "commands:\n"
+    "  info TRACE.h5       attributes and per-layer expert load of a trace\n"
+    "  validate TRACE.h5   check a trace against the format (exit 0 valid, 1 invalid)\n"
+    "  synth --out FILE    write a synthetic trace\n"
+    "\n"
+    "'kokkos-moe-trace <command> --help' describes each command.\n";
+
+const char* const kInfoUsage =
+    "usage: kokkos-moe-trace info TRACE.h5\n"
+    "\n"
+    "Prints the root attributes of a routing trace and, per layer, the number of\n"
+    "tokens, the busiest expert's load over the mean load, the largest load and\n"
+    "the number of experts that received no token; then the median over layers\n"
+    "of busiest/mean. Exit 1 when the trace is invalid.\n";
+
+const char* const kValidateUsage =
+    "usage: kokkos-moe-trace validate TRACE.h5\n"
+    "\n"
+    "Reads the whole trace and checks every rule of the format. Prints\n"
+    "'OK: <file>: <layers> layers, <T> tokens, E=<E>, k=<k>' and exits 0 when\n"
+    "valid; otherwise prints one line 'error: <message>' on stderr, exits 1.\n";
+
+const char* const kSynthUsage =
+    "usage: kokkos-moe-trace synth --out FILE [options]\n"
+    "\n"
+    "Writes a synthetic routing trace: each token draws top-k distinct experts\n"
+    "from the chosen popularity distribution; deterministic for a given seed.\n"
+    "\n"
+    "options:\n"
+    "  --out FILE         output trace (required)\n"
+    "  --preset NAME      fills model, E, k, H, F: mixtral-8x7b (8, 2, 4096, 14336),\n"
+    "                     qwen2-57b (64, 8, 3584, 2560), deepseek-v3 (256, 8, 7168, 2048),\n"
+    "                     gpt-oss-20b (32, 4, 2880, 2880); explicit options override it\n"
+    "  --model NAME       model name stored in the trace (default: synthetic)\n"
+    "  --experts E        experts per layer (default 8)\n"
+    "  --top-k K          experts per token (default 2)\n"
+    "  --hidden H         model width, 0 when unknown (default 0)\n"
+    "  --ffn F            expert intermediate width, 0 when unknown (default 0)\n"
+    "  --tokens T         tokens (default 1024)\n"
+    "  --layers L         layers, numbered 0..L-1 (default 1)\n"
+    "  --dist D           uniform | zipf | loads (default uniform; loads when --loads is given)\n"
+    "  --zipf-s S         zipf exponent, expert of rank r weighs 1/r^S (default 1)\n"
+    "  --loads a,b,...    relative load of every expert, E entries (for --dist loads)\n"
+    "  --seed N           random seed (default 1)\n";
+
+// --------------------------------------------------------------- arguments
+
+std::int64_t parse_int(const std::string& text, const std::string& option, std::int64_t min) {
+  std::int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end)
+    throw UsageError(option + ": '" + text + "' is not an integer");
+  if (value < min)
+    throw UsageError(option + ": " + text + " is below the minimum " + std::to_string(min));
+  return value;
+}
+
+int parse_small_int(const std::string& text, const std::string& option, int min) {
+  const std::int64_t value = parse_int(text, option, min);
+  if (value > (1 << 30)) throw UsageError(option + ": " + text + " is too large");
+  return static_cast<int>(value);
+}
+
+std::uint64_t parse_seed(const std::string& text) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end)
+    throw UsageError("--seed: '" + text + "' is not a non-negative integer");
+  return value;
+}
+
+double parse_double(const std::string& text, const std::string& option) {
+  errno = 0;
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE ||
+      !std::isfinite(value))
+    throw UsageError(option + ": '" + text + "' is not a finite number");
+  return value;
+}
+
+std::vector<double> parse_list(const std::string& text, const std::string& option) {
+  std::vector<double> values;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', begin);
+    values.push_back(parse_double(text.substr(begin, comma - begin), option));
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return values;
+}
+
+// Walks argv: "--name value" or "--name=value" options and positionals.
+class Args {
+ public:
+  Args(int argc, char** argv, int first) : args_(argv + first, argv + argc) {}
+
+  bool done() const { return pos_ >= args_.size(); }
+  bool wants_help() const {
+    return std::any_of(args_.begin(), args_.end(),
+                       [](const std::string& a) { return a == "--help" || a == "-h"; });
+  }
+  // The next argument; for an option "--x=v", stores v for value().
+  std::string next() {
+    std::string arg = args_[pos_++];
+    inline_value_.reset();
+    const std::size_t eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      inline_value_ = arg.substr(eq + 1);
+      arg.resize(eq);
+    }
+    return arg;
+  }
+  std::string value(const std::string& option) {
+    if (inline_value_) return *std::exchange(inline_value_, std::nullopt);
+    if (done()) throw UsageError(option + " needs a value");
+    return args_[pos_++];
+  }
+  void no_value(const std::string& option) const {
+    if (inline_value_) throw UsageError(option + " takes no value");
+  }
+
+ private:
+  std::vector<std::string> args_;
+  std::size_t pos_ = 0;
+  std::optional<std::string> inline_value_;
+};
+
+[[noreturn]] void unknown_option(const std::string& command, const std::string& arg) {
+  throw UsageError("unknown option '" + arg + "' (see 'kokkos-moe-trace " + command + " --help')");
+}
+
+// The single TRACE.h5 argument of info and validate.
+std::string single_path(Args& args, const std::string& command) {
+  std::optional<std::string> path;
+  while (!args.done()) {
+    const std::string arg = args.next();
+    if (arg.rfind("-", 0) == 0 && arg.size() > 1) unknown_option(command, arg);
+    if (path) throw UsageError(command + ": expects one trace file, got '" + *path + "' and '" + arg + "'");
+    path = arg;
+  }
+  if (!path) throw UsageError(command + ": missing trace file (see 'kokkos-moe-trace " + command + " --help')");
+  return *path;
+}
+
+// ---------------------------------------------------------------- commands
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int run_info(Args& args) {
+  if (args.wants_help()) return std::cout << kInfoUsage, 0;
+  const std::string path = single_path(args, "info");
+  const Trace trace = read_trace(path);
+
+  std::set<std::int32_t> sequences(trace.sequence_id.begin(), trace.sequence_id.end());
+  std::printf("file:         %s\n", path.c_str());
+  std::printf("format:       kokkos-moe-trace, version 1\n");
+  std::printf("model:        %s\n", trace.model.c_str());
+  std::printf("source:       %s\n", trace.source.c_str());
+  std::printf("note:         %s\n", trace.note.c_str());
+  std::printf("num_experts:  %d\n", trace.num_experts);
+  std::printf("top_k:        %d\n", trace.top_k);
+  std::printf("hidden_size:  %lld\n", static_cast<long long>(trace.hidden_size));
+  std::printf("ffn_size:     %lld\n", static_cast<long long>(trace.ffn_size));
+  std::printf("num_layers:   %zu\n", trace.layers.size());
+  std::printf("num_tokens:   %lld\n", static_cast<long long>(trace.num_tokens));
+  if (trace.sequence_id.empty())
+    std::printf("sequence_id:  absent\n");
+  else
+    std::printf("sequence_id:  present, %zu distinct sequences\n", sequences.size());
+
+  std::printf("\n%6s %9s %13s %9s %14s\n", "layer", "tokens", "busiest/mean", "max_load",
+              "empty_experts");
+  std::vector<double> skew;
+  for (const TraceLayer& layer : trace.layers) {
+    const ExpertLoadStats s = expert_load_stats(trace, layer);
+    skew.push_back(s.busiest_over_mean);
+    std::printf("%6d %9lld %13.3f %9lld %14d\n", layer.index,
+                static_cast<long long>(trace.num_tokens), s.busiest_over_mean,
+                static_cast<long long>(s.max_load), s.empty_experts);
+  }
+  std::printf("\nmedian busiest/mean over %zu layers: %.3f\n", skew.size(), median(skew));
+  return 0;
+}
+
+int run_validate(Args& args) {
+  if (args.wants_help()) return std::cout << kValidateUsage, 0;
+  const std::string path = single_path(args, "validate");
+  const Trace trace = read_trace(path);
+  std::printf("OK: %s: %zu layers, %lld tokens, E=%d, k=%d\n", path.c_str(), trace.layers.size(),
+              static_cast<long long>(trace.num_tokens), trace.num_experts, trace.top_k);
+  return 0;
+}
+
+struct Preset {
+  const char* name;
+  int experts, top_k;
+  std::int64_t hidden, ffn;
+};
+
+// Shapes of the real models' MoE layers.
+constexpr Preset kPresets[] = {
+    {"mixtral-8x7b", 8, 2, 4096, 14336},
+    {"qwen2-57b", 64, 8, 3584, 2560},  // Qwen2-57B-A14B: 8 routed of 64
+    {"deepseek-v3", 256, 8, 7168, 2048},
+    {"gpt-oss-20b", 32, 4, 2880, 2880},
+};
+
+int run_synth(Args& args) {
+  if (args.wants_help()) return std::cout << kSynthUsage, 0;
+  // Options are collected first so that explicit values override the preset
+  // whatever their order on the command line.
+  std::optional<std::string> out, preset, model, dist, loads;
+  std::optional<int> experts, top_k, layers;
+  std::optional<std::int64_t> hidden, ffn, tokens;
+  std::optional<double> zipf_s;
+  std::optional<std::uint64_t> seed;
+  while (!args.done()) {
+    const std::string opt = args.next();
+    if (opt == "--out") out = args.value(opt);
+    else if (opt == "--preset") preset = args.value(opt);
+    else if (opt == "--model") model = args.value(opt);
+    else if (opt == "--experts") experts = parse_small_int(args.value(opt), opt, 1);
+    else if (opt == "--top-k") top_k = parse_small_int(args.value(opt), opt, 1);
+    else if (opt == "--hidden") hidden = parse_int(args.value(opt), opt, 0);
+    else if (opt == "--ffn") ffn = parse_int(args.value(opt), opt, 0);
+    else if (opt == "--tokens") tokens = parse_int(args.value(opt), opt, 0);
+    else if (opt == "--layers") layers = parse_small_int(args.value(opt), opt, 1);
+    else if (opt == "--dist") dist = args.value(opt);
+    else if (opt == "--zipf-s") zipf_s = parse_double(args.value(opt), opt);
+    else if (opt == "--loads") loads = args.value(opt);
+    else if (opt == "--seed") seed = parse_seed(args.value(opt));
+    else unknown_option("synth", opt);
+  }
+  if (!out || out->empty()) throw UsageError("synth: --out FILE is required");
+
+  SynthOptions o;
+  if (preset) {
+    const auto* p = std::find_if(std::begin(kPresets), std::end(kPresets),
+                                 [&](const Preset& x) { return *preset == x.name; });
+    if (p == std::end(kPresets))
+      throw UsageError("--preset: unknown preset '" + *preset +
+                       "' (mixtral-8x7b, qwen2-57b, deepseek-v3, gpt-oss-20b)");
+    o.model = p->name;
+    o.num_experts = p->experts;
+    o.top_k = p->top_k;
+    o.hidden_size = p->hidden;
+    o.ffn_size = p->ffn;
+  }
+  if (model) o.model = *model;
+  if (experts) o.num_experts = *experts;
+  if (top_k) o.top_k = *top_k;
+  if (hidden) o.hidden_size = *hidden;
+  if (ffn) o.ffn_size = *ffn;
+  if (tokens) o.num_tokens = *tokens;
+  if (layers) o.num_layers = *layers;
+  if (seed) o.seed = *seed;
+
+  const std::string d = dist.value_or(loads ? "loads" : "uniform");
+  if (d == "uniform") o.distribution = SynthDistribution::uniform;
+  else if (d == "zipf") o.distribution = SynthDistribution::zipf;
+  else if (d == "loads") o.distribution = SynthDistribution::loads;
+  else throw UsageError("--dist: unknown distribution '" + d + "' (uniform, zipf, loads)");
+  if (zipf_s && o.distribution != SynthDistribution::zipf)
+    throw UsageError("--zipf-s only applies to --dist zipf");
+  if (zipf_s) {
+    if (*zipf_s < 0) throw UsageError("--zipf-s: must be >= 0");
+    o.zipf_exponent = *zipf_s;
+  }
+  if (o.distribution == SynthDistribution::loads) {
+    if (!loads) throw UsageError("--dist loads needs --loads a,b,...");
+    o.loads = parse_list(*loads, "--loads");
+  } else if (loads) {
+    throw UsageError("--loads only applies to --dist loads");
+  }
+  if (o.top_k > o.num_experts)
+    throw UsageError("--top-k " + std::to_string(o.top_k) + " exceeds the number of experts " +
+                     std::to_string(o.num_experts));
+
+  Trace trace;
+  try {
+    trace = synth_trace(o);
+  } catch (const std::invalid_argument& e) {  // option combinations synth_trace refuses
+    throw UsageError(e.what());
+  }
+  write_trace(*out, trace);
+  std::printf("wrote %s: %zu layers, %lld tokens, E=%d, k=%d\n", out->c_str(), trace.layers.size(),
+              static_cast<long long>(trace.num_tokens), trace.num_experts, trace.top_k);
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  if (argc < 2) {
+    std::cerr << kMainUsage;
+    return 2;
+  }
+  const std::string command = argv[1];
+  Args args(argc, argv, 2);
+  if (command == "--help" || command == "-h" || command == "help") return std::cout << kMainUsage, 0;
+  if (command == "info") return run_info(args);
+  if (command == "validate") return run_validate(args);
+  if (command == "synth") return run_synth(args);
+  throw UsageError("unknown command '" + command + "' (info, validate, synth; see --help)");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Every failure ends as one line on stderr and an exit code, never a crash.
+  try {
+    return run(argc, argv);
+  } catch (const UsageError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  } catch (...) {
+    std::cerr << "error: unknown failure\n";
+    return 1;
+  }
+}

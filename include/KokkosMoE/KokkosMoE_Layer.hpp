@@ -1,0 +1,99 @@
+// The MoE layer: route -> dispatch -> gate/up (SwiGLU) -> down + combine.
+//
+// Every stage is a Kokkos kernel on the layer's execution space instance and
+// runs inside a profiling region named after it ("KokkosMoE::route", ...).
+// Buffers are sized once for Config::max_tokens; forward does no host
+// round-trip and no allocation, so it can be captured in a graph.
+#ifndef KOKKOSMOE_LAYER_HPP
+#define KOKKOSMOE_LAYER_HPP
+
+#include <KokkosMoE/KokkosMoE_Config.hpp>
+#include <KokkosMoE/KokkosMoE_Dispatch.hpp>
+#include <KokkosMoE/KokkosMoE_Scalar.hpp>
+#include <KokkosMoE/KokkosMoE_Weights.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace KokkosMoE {
+
+template <class ExecutionSpace, class Scalar>
+class Layer {
+ public:
+  using execution_space = ExecutionSpace;
+  using memory_space    = typename ExecutionSpace::memory_space;
+  using scalar_type     = Scalar;
+  using weights_type    = Weights<Scalar, memory_space>;
+  // Hidden states and outputs: [tokens, H], row-major.
+  using tokens_view       = Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space>;
+  using const_tokens_view = Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space>;
+  // Routing: [tokens, k] expert ids (in [0, E), distinct per row) and weights.
+  using ids_view     = Kokkos::View<std::int32_t**, Kokkos::LayoutRight, memory_space>;
+  using weights_view = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;
+  using const_ids_view     = Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, memory_space>;
+  using const_weights_view = Kokkos::View<const float**, Kokkos::LayoutRight, memory_space>;
+
+  // Validates the configuration and the weights' extents (std::invalid_argument).
+  Layer(const Config& config, const weights_type& weights,
+        const execution_space& exec = execution_space());
+
+  const Config& config() const { return config_; }
+  const weights_type& weights() const { return weights_; }
+  const execution_space& space() const { return exec_; }
+
+  // Stages, callable one by one. num_tokens <= config().max_tokens, and the
+  // views hold at least num_tokens rows.
+
+  // Router logits and top-k selection into routing_ids()/routing_weights().
+  // Not available with RoutingMode::external.
+  void route(const const_tokens_view& x, std::int64_t num_tokens);
+  // Counts per expert, prefix sums, token order by expert and the tile list.
+  void dispatch(const const_ids_view& ids, std::int64_t num_tokens);
+  // h = silu(x gate^T) * (x up^T) per assignment, in sorted order; gate and up
+  // stay in team scratch.
+  void gate_up(const const_tokens_view& x, std::int64_t num_tokens);
+  // out[t] = sum_j w[t, j] * (h down^T) for the k assignments of token t.
+  void down_combine(const const_weights_view& routing_weights, const tokens_view& out,
+                    std::int64_t num_tokens);
+
+  // The whole layer with the router (softmax_topk, sigmoid_group_topk).
+  void forward(const const_tokens_view& x, const tokens_view& out, std::int64_t num_tokens);
+  // The whole layer with given routing (any mode; used for trace replay).
+  void forward(const const_tokens_view& x, const const_ids_view& ids,
+               const const_weights_view& routing_weights, const tokens_view& out,
+               std::int64_t num_tokens);
+
+  // Results of the stages, for inspection and tests.
+  ids_view routing_ids() const { return ids_; }
+  weights_view routing_weights() const { return routing_weights_; }
+  const DispatchPlan<memory_space>& plan() const { return plan_; }
+  // [max_tokens * k, F] in sorted order (row p belongs to assignment plan().order(p)).
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> activations() const { return h_; }
+
+  // Number of routing ids outside [0, E) seen by the last dispatch (reads
+  // one integer from the device; those assignments contribute nothing).
+  int invalid_ids() const;
+
+ private:
+  void check_tokens(std::int64_t num_tokens, std::int64_t rows, const char* what) const;
+  template <class View>
+  void check_width(const View& v, std::int64_t width, const char* what) const;
+
+  Config config_;
+  weights_type weights_;
+  execution_space exec_;
+  ids_view ids_;
+  weights_view routing_weights_;
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> logits_;   // [max_tokens, E]
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> x_float_;  // router input, 16-bit types only
+  DispatchPlan<memory_space> plan_;
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h_;       // [max_tokens * k, F]
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y_;        // [max_tokens * k, H]
+};
+
+}  // namespace KokkosMoE
+
+#include <KokkosMoE/KokkosMoE_ExplicitInstantiation.hpp>
+
+#endif

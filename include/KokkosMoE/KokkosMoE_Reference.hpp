@@ -1,0 +1,174 @@
+// The float64 reference the layer is checked against: straightforward
+// kernels in double precision, written independently of the fast path (no
+// dispatch, no tiles, no scratch), runnable where the weights live so that
+// full-size models can be checked on the GPU.
+#ifndef KOKKOSMOE_REFERENCE_HPP
+#define KOKKOSMOE_REFERENCE_HPP
+
+#include <KokkosMoE/KokkosMoE_Config.hpp>
+#include <KokkosMoE/KokkosMoE_Scalar.hpp>
+#include <KokkosMoE/KokkosMoE_Math.hpp>
+#include <KokkosMoE/KokkosMoE_Weights.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <vector>
+
+namespace KokkosMoE {
+
+// Tolerance of the largest row-relative error for a storage type: the
+// activations and outputs are rounded to it twice, accumulation is in float.
+template <class Scalar>
+constexpr double reference_tolerance() {
+  return ScalarTraits<Scalar>::epsilon < 1e-6 ? 1e-4 : 4 * ScalarTraits<Scalar>::epsilon;
+}
+
+// out_ref[s, :] = sum_j w[t, j] down[e](silu(gate[e] x[t]) * (up[e] x[t])) for the
+// sampled tokens t = tokens[s], e = ids[t, j], in double. Ids outside [0, E)
+// contribute nothing, as in the layer. Returns a host view [S, H]. Name
+// both template arguments: the views then convert (e.g. to const).
+template <class ExecutionSpace, class Scalar>
+Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> reference_experts(
+    const ExecutionSpace& exec, const Weights<Scalar, typename ExecutionSpace::memory_space>& w,
+    const Kokkos::View<const Scalar**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space>& x,
+    const Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space>& ids,
+    const Kokkos::View<const float**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space>& weights,
+    const Kokkos::View<const int*, typename ExecutionSpace::memory_space>& tokens) {
+  using mem                = typename ExecutionSpace::memory_space;
+  using range              = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>;
+  const std::int64_t S     = tokens.extent(0);
+  const int k              = int(ids.extent(1));
+  const int E              = int(w.gate.extent(0));
+  const std::int64_t F     = w.gate.extent(1), H = w.gate.extent(2);
+  auto gate = w.gate;
+  auto up   = w.up;
+  auto down = w.down;
+  Kokkos::View<double***, Kokkos::LayoutRight, mem> h("KokkosMoE::reference::h", S, k, F);
+  Kokkos::View<double**, Kokkos::LayoutRight, mem> out("KokkosMoE::reference::out", S, H);
+  Kokkos::parallel_for(
+      "KokkosMoE::reference::gate_up", range(exec, 0, S * k * F), KOKKOS_LAMBDA(std::int64_t i) {
+        const std::int64_t s = i / (k * F), j = (i / F) % k, f = i % F;
+        const int t = tokens(s), e = ids(t, j);
+        if (e < 0 || e >= E) return;
+        double g = 0, u = 0;
+        for (std::int64_t c = 0; c < H; ++c) {
+          const double xv = double(Impl::to_float(x(t, c)));
+          g += xv * double(Impl::to_float(gate(e, f, c)));
+          u += xv * double(Impl::to_float(up(e, f, c)));
+        }
+        h(s, j, f) = g / (1.0 + Impl::math::exp(-g)) * u;
+      });
+  Kokkos::parallel_for(
+      "KokkosMoE::reference::down", range(exec, 0, S * H), KOKKOS_LAMBDA(std::int64_t i) {
+        const std::int64_t s = i / H, n = i % H;
+        const int t = tokens(s);
+        double acc  = 0;
+        for (int j = 0; j < k; ++j) {
+          const int e = ids(t, j);
+          if (e < 0 || e >= E) continue;
+          double d = 0;
+          for (std::int64_t f = 0; f < F; ++f) d += h(s, j, f) * double(Impl::to_float(down(e, n, f)));
+          acc += double(weights(t, j)) * d;
+        }
+        out(s, n) = acc;
+      });
+  auto host = Kokkos::create_mirror_view(out);
+  Kokkos::deep_copy(exec, host, out);
+  exec.fence();
+  return host;
+}
+
+// Largest over sampled rows of max|out - ref| / max|ref| (a row of zeros in
+// the reference is compared absolutely). out is the layer's [T, H] output.
+template <class OutView>
+double max_row_relative_error(const OutView& out,
+                              const Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace>& ref,
+                              const std::vector<int>& tokens) {
+  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+  double worst = 0;
+  for (std::size_t s = 0; s < tokens.size(); ++s) {
+    double diff = 0, scale = 0;
+    for (std::size_t n = 0; n < ref.extent(1); ++n) {
+      const double o = double(Impl::to_float(host(tokens[s], n)));
+      // NaN anywhere must fail the check: comparisons with NaN are false.
+      diff  = std::isnan(o) ? INFINITY : std::max(diff, std::abs(o - ref(s, n)));
+      scale = std::max(scale, std::abs(ref(s, n)));
+      if (std::isinf(diff)) break;
+    }
+    worst = std::max(worst, scale > 0 ? diff / scale : diff);
+  }
+  return worst;
+}
+
+// Routing in double, by sorting: top-k expert ids (best first) and weights
+// per token, for softmax_topk and sigmoid_group_topk. x is [T, H] host data.
+struct ReferenceRouting {
+  std::vector<int> ids;        // [T, k]
+  std::vector<double> weights; // [T, k]
+  std::vector<double> scores;  // [T, E], the scores selection ranks by
+};
+
+inline ReferenceRouting reference_route(const Config& c, const std::vector<double>& x,
+                                        const std::vector<double>& router,
+                                        const std::vector<double>& bias, std::int64_t T) {
+  const int E = c.num_experts, k = c.top_k;
+  const std::int64_t H = c.hidden_size;
+  ReferenceRouting r;
+  r.ids.resize(T * k);
+  r.weights.resize(T * k);
+  r.scores.resize(T * E);
+  std::vector<double> logit(E), prob(E);
+  std::vector<int> order(E);
+  for (std::int64_t t = 0; t < T; ++t) {
+    for (int e = 0; e < E; ++e) {
+      double s = 0;
+      for (std::int64_t c2 = 0; c2 < H; ++c2) s += x[t * H + c2] * router[e * H + c2];
+      logit[e] = s;
+    }
+    std::vector<bool> allowed(E, true);
+    if (c.routing == RoutingMode::softmax_topk) {
+      const double m = *std::max_element(logit.begin(), logit.end());
+      double z       = 0;
+      for (int e = 0; e < E; ++e) z += std::exp(logit[e] - m);
+      for (int e = 0; e < E; ++e) prob[e] = std::exp(logit[e] - m) / z;
+      for (int e = 0; e < E; ++e) r.scores[t * E + e] = prob[e];
+    } else {
+      for (int e = 0; e < E; ++e) {
+        prob[e]              = 1.0 / (1.0 + std::exp(-logit[e]));
+        r.scores[t * E + e]  = prob[e] + bias[e];
+      }
+      const int per = E / c.n_group;
+      std::vector<std::pair<double, int>> groups;
+      for (int g = 0; g < c.n_group; ++g) {
+        std::vector<double> s(r.scores.begin() + t * E + g * per, r.scores.begin() + t * E + (g + 1) * per);
+        std::sort(s.rbegin(), s.rend());
+        groups.push_back({-(s[0] + (per > 1 ? s[1] : 0.0)), g});
+      }
+      std::sort(groups.begin(), groups.end());
+      for (int e = 0; e < E; ++e) allowed[e] = false;
+      for (int i = 0; i < c.topk_group; ++i)
+        for (int e = 0; e < per; ++e) allowed[groups[i].second * per + e] = true;
+    }
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) {
+      if (allowed[a] != allowed[b]) return bool(allowed[a]);
+      return r.scores[t * E + a] > r.scores[t * E + b];
+    });
+    double sum = 0;
+    for (int j = 0; j < k; ++j) sum += prob[order[j]];
+    const double scale = c.routing == RoutingMode::softmax_topk ? 1.0 : c.routed_scaling;
+    for (int j = 0; j < k; ++j) {
+      r.ids[t * k + j]     = order[j];
+      r.weights[t * k + j] = prob[order[j]] * (c.renormalize ? scale / sum : scale);
+    }
+  }
+  return r;
+}
+
+}  // namespace KokkosMoE
+
+#endif

@@ -1,0 +1,120 @@
+// Storage types of the layer: float, IEEE binary16 and bfloat16.
+//
+// Arithmetic and accumulation are always in float; 16-bit types are storage
+// only. Kokkos 3.4 has no bfloat16 and its half_t is float on host backends,
+// so both 16-bit types are defined here, bit-exact on every backend (the CUDA
+// fragment reinterprets them as __half / __nv_bfloat16).
+#ifndef KOKKOSMOE_SCALAR_HPP
+#define KOKKOSMOE_SCALAR_HPP
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace KokkosMoE {
+
+namespace Impl {
+KOKKOS_INLINE_FUNCTION std::uint32_t float_bits(float f) {
+  std::uint32_t u;
+  memcpy(&u, &f, sizeof(u));
+  return u;
+}
+KOKKOS_INLINE_FUNCTION float bits_float(std::uint32_t u) {
+  float f;
+  memcpy(&f, &u, sizeof(f));
+  return f;
+}
+}  // namespace Impl
+
+// bfloat16: the upper 16 bits of a float, rounded to nearest even.
+struct bfloat16 {
+  std::uint16_t bits;
+
+  bfloat16() = default;
+  KOKKOS_INLINE_FUNCTION explicit bfloat16(float f) : bits(from_float(f)) {}
+  KOKKOS_INLINE_FUNCTION explicit operator float() const {
+    return Impl::bits_float(std::uint32_t(bits) << 16);
+  }
+
+  KOKKOS_INLINE_FUNCTION static std::uint16_t from_float(float f) {
+    std::uint32_t u = Impl::float_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u)  // NaN stays a (quiet) NaN
+      return std::uint16_t((u >> 16) | 0x0040u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return std::uint16_t(u >> 16);
+  }
+};
+
+// IEEE 754 binary16, round to nearest even, with subnormals and overflow to inf.
+struct float16 {
+  std::uint16_t bits;
+
+  float16() = default;
+  KOKKOS_INLINE_FUNCTION explicit float16(float f) : bits(from_float(f)) {}
+  KOKKOS_INLINE_FUNCTION explicit operator float() const { return to_float(bits); }
+
+  KOKKOS_INLINE_FUNCTION static float to_float(std::uint16_t h) {
+    const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
+    const std::uint32_t exp  = (h >> 10) & 0x1fu;
+    std::uint32_t mant       = h & 0x3ffu;
+    if (exp == 0x1f) return Impl::bits_float(sign | 0x7f800000u | (mant << 13));
+    if (exp != 0) return Impl::bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
+    if (mant == 0) return Impl::bits_float(sign);
+    // Subnormal: value = mant * 2^-24, exact in float.
+    const float v = float(mant) * 5.9604644775390625e-8f;
+    return sign ? -v : v;
+  }
+
+  KOKKOS_INLINE_FUNCTION static std::uint16_t from_float(float f) {
+    const std::uint32_t u    = Impl::float_bits(f);
+    const std::uint16_t sign = std::uint16_t((u >> 16) & 0x8000u);
+    const std::uint32_t a    = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return std::uint16_t(sign | 0x7e00u);  // NaN
+    if (a >= 0x477ff000u) return std::uint16_t(sign | 0x7c00u);  // rounds to inf
+    if (a < 0x38800000u) {
+      // Below the smallest normal (2^-14): scale so that the integer part is
+      // the subnormal mantissa, the float addition rounds to nearest even.
+      const float scaled = Impl::bits_float(a) * 16777216.0f + 8388608.0f;  // * 2^24 + 2^23
+      return std::uint16_t(sign | (Impl::float_bits(scaled) - 0x4b000000u));
+    }
+    std::uint32_t r = a - 0x38000000u;  // rebias exponent from 127 to 15
+    r += 0xfffu + ((r >> 13) & 1u);
+    return std::uint16_t(sign | (r >> 13));
+  }
+};
+
+namespace Impl {
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION float to_float(Scalar x) {
+  return static_cast<float>(x);
+}
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION Scalar from_float(float x) {
+  return Scalar(x);
+}
+}  // namespace Impl
+
+// Names and precision of the storage types, for drivers and tolerances.
+template <class Scalar>
+struct ScalarTraits;
+template <>
+struct ScalarTraits<float> {
+  static constexpr const char* name = "fp32";
+  static constexpr double epsilon   = 1.1920928955078125e-07;  // 2^-23
+};
+template <>
+struct ScalarTraits<float16> {
+  static constexpr const char* name = "fp16";
+  static constexpr double epsilon   = 9.765625e-04;  // 2^-10
+};
+template <>
+struct ScalarTraits<bfloat16> {
+  static constexpr const char* name = "bf16";
+  static constexpr double epsilon   = 7.8125e-03;  // 2^-7
+};
+
+}  // namespace KokkosMoE
+
+#endif

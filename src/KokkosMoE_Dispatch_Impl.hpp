@@ -1,0 +1,94 @@
+// Kernels that build the DispatchPlan from routing ids on the device.
+#ifndef KOKKOSMOE_DISPATCH_IMPL_HPP
+#define KOKKOSMOE_DISPATCH_IMPL_HPP
+
+#include <KokkosMoE/KokkosMoE_Dispatch.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace KokkosMoE {
+namespace Impl {
+
+template <class ExecutionSpace>
+struct DispatchKernels {
+  using memory_space = typename ExecutionSpace::memory_space;
+  using ids_view     = Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, memory_space>;
+  using range        = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<int>>;
+
+  DispatchPlan<memory_space> plan;
+  ids_view ids;
+  int experts;
+  int k;
+
+  struct Count {};
+  struct Scan {};
+  struct Scatter {};
+  struct Tiles {};
+
+  // Each assignment takes the next free row of its expert; the row order
+  // within an expert does not change any result (rows are independent).
+  KOKKOS_INLINE_FUNCTION void operator()(Count, int a) const {
+    const int e = ids(a / k, a % k);
+    if (e < 0 || e >= experts) {
+      Kokkos::atomic_increment(&plan.invalid_ids());
+      plan.slot(a) = -1;
+      return;
+    }
+    plan.slot(a) = Kokkos::atomic_fetch_add(&plan.counts(e), 1);
+  }
+
+  // One scan yields both prefix sums: rows in the high 32 bits, tiles in the
+  // low 32 (each total is below 2^31, so the halves never carry into another).
+  KOKKOS_INLINE_FUNCTION void operator()(Scan, int e, std::int64_t& sum, bool final) const {
+    const std::int64_t rows  = e < experts ? plan.counts(e) : 0;
+    const std::int64_t tiles = (rows + plan.tile_rows - 1) / plan.tile_rows;
+    if (final) {
+      plan.offsets(e)      = int(sum >> 32);
+      plan.tile_offsets(e) = int(sum & 0xffffffff);
+    }
+    sum += (rows << 32) + tiles;
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(Scatter, int a) const {
+    if (plan.slot(a) < 0) return;
+    plan.order(plan.offsets(ids(a / k, a % k)) + plan.slot(a)) = a;
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(Tiles, int e) const {
+    const int begin = plan.offsets(e), end = plan.offsets(e + 1);
+    for (int i = plan.tile_offsets(e); i < plan.tile_offsets(e + 1); ++i) {
+      const int first = begin + (i - plan.tile_offsets(e)) * plan.tile_rows;
+      plan.tiles(i, 0) = e;
+      plan.tiles(i, 1) = first;
+      plan.tiles(i, 2) = first + plan.tile_rows < end ? first + plan.tile_rows : end;
+    }
+  }
+
+  void run(const ExecutionSpace& exec, int assignments) const {
+    Kokkos::deep_copy(exec, plan.counts, 0);
+    Kokkos::deep_copy(exec, plan.invalid_ids, 0);
+    Kokkos::parallel_for("KokkosMoE::dispatch::count",
+                         Kokkos::RangePolicy<ExecutionSpace, Count, Kokkos::IndexType<int>>(
+                             exec, 0, assignments),
+                         *this);
+    Kokkos::parallel_scan(
+        "KokkosMoE::dispatch::scan",
+        Kokkos::RangePolicy<ExecutionSpace, Scan, Kokkos::IndexType<int>>(exec, 0, experts + 1),
+        *this);
+    Kokkos::parallel_for("KokkosMoE::dispatch::scatter",
+                         Kokkos::RangePolicy<ExecutionSpace, Scatter, Kokkos::IndexType<int>>(
+                             exec, 0, assignments),
+                         *this);
+    Kokkos::parallel_for(
+        "KokkosMoE::dispatch::tiles",
+        Kokkos::RangePolicy<ExecutionSpace, Tiles, Kokkos::IndexType<int>>(exec, 0, experts),
+        *this);
+  }
+};
+
+}  // namespace Impl
+}  // namespace KokkosMoE
+
+#endif

@@ -1,0 +1,199 @@
+// The expert MLP kernels: one team per (tile of rows of one expert, block of
+// output columns), K swept through scratch tiles by the backend fragment.
+#ifndef KOKKOSMOE_EXPERTMLP_IMPL_HPP
+#define KOKKOSMOE_EXPERTMLP_IMPL_HPP
+
+#include <KokkosMoE/KokkosMoE_Dispatch.hpp>
+#include <KokkosMoE/KokkosMoE_Scalar.hpp>
+
+#include "KokkosMoE_Fragment.hpp"
+#include <KokkosMoE/KokkosMoE_Math.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace KokkosMoE {
+namespace Impl {
+
+// What both expert kernels share: the tile a team owns and the K sweep.
+template <class ExecutionSpace, class Scalar>
+struct ExpertTileKernel {
+  using frag         = Fragment<ExecutionSpace, Scalar>;
+  using tile         = typename frag::tile;
+  using memory_space = typename ExecutionSpace::memory_space;
+  using policy       = Kokkos::TeamPolicy<ExecutionSpace>;
+  using member       = typename policy::member_type;
+  static constexpr int BM = frag::tile_m, BN = frag::tile_n, BK = frag::tile_k;
+
+  DispatchPlan<memory_space> plan;
+  int experts;
+  int k;             // routing top-k
+  int column_blocks; // ceil(N / BN)
+
+  struct Work {
+    int expert, first_row, rows, first_col;
+  };
+
+  // False for the surplus teams of the upper-bound launch (see max_tiles).
+  KOKKOS_INLINE_FUNCTION bool work(const member& m, Work& w) const {
+    const int tile = m.league_rank() / column_blocks;
+    if (tile >= plan.tile_offsets(experts)) return false;
+    w.expert    = plan.tiles(tile, 0);
+    w.first_row = plan.tiles(tile, 1);
+    w.rows      = plan.tiles(tile, 2) - w.first_row;
+    w.first_col = (m.league_rank() % column_blocks) * BN;
+    return true;
+  }
+
+  // Loads a [rows x BK] tile, zero-padded outside (rows, cols), widened to float.
+  template <class Load>
+  KOKKOS_INLINE_FUNCTION static void load(const member& m, const tile& t, int rows, int cols,
+                                          const Load& at) {
+    const int width = t.extent_int(1);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, t.extent_int(0) * width), [&](int i) {
+      const int r = i / width, c = i % width;
+      t(r, c)     = (r < rows && c < cols) ? to_float(at(r, c)) : 0.0f;
+    });
+  }
+
+  static std::size_t tile_bytes(int rows, int cols) { return tile::shmem_size(rows, cols); }
+
+  policy make_policy(const ExecutionSpace& exec, std::int64_t tiles, std::size_t scratch) const {
+    return policy(exec, int(tiles * column_blocks), frag::team_size())
+        .set_scratch_size(0, Kokkos::PerTeam(scratch));
+  }
+};
+
+// h[p] = silu(x[token(p)] gate[e]^T) * (x[token(p)] up[e]^T) for the sorted
+// rows p of a tile; the gate and up products exist only in scratch.
+template <class ExecutionSpace, class Scalar>
+struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
+  using base = ExpertTileKernel<ExecutionSpace, Scalar>;
+  using typename base::member;
+  using typename base::tile;
+  using base::BM;
+  using base::BN;
+  using base::BK;
+  using memory_space = typename base::memory_space;
+
+  Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> x;        // [T, H]
+  Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> gate;    // [E, F, H]
+  Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> up;      // [E, F, H]
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h;              // [T*k, F]
+
+  static std::size_t scratch_bytes() {
+    return base::tile_bytes(BM, BK) + 2 * base::tile_bytes(BN, BK) + 2 * base::tile_bytes(BM, BN);
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member& m) const {
+    typename base::Work w;
+    if (!this->work(m, w)) return;
+    const int H = int(x.extent(1)), F = int(gate.extent(1));
+    const int cols = F - w.first_col < BN ? F - w.first_col : BN;
+    tile xs(m.team_scratch(0), BM, BK), gs(m.team_scratch(0), BN, BK),
+        us(m.team_scratch(0), BN, BK), g(m.team_scratch(0), BM, BN),
+        u(m.team_scratch(0), BM, BN);
+    base::frag::zero(m, g);
+    base::frag::zero(m, u);
+    const auto& plan = this->plan;
+    const int kk     = this->k;
+    for (int k0 = 0; k0 < H; k0 += BK) {
+      const int depth = H - k0 < BK ? H - k0 : BK;
+      m.team_barrier();
+      base::load(m, xs, w.rows, depth, [&](int r, int c) {
+        return x(plan.order(w.first_row + r) / kk, k0 + c);
+      });
+      base::load(m, gs, cols, depth,
+                 [&](int n, int c) { return gate(w.expert, w.first_col + n, k0 + c); });
+      base::load(m, us, cols, depth,
+                 [&](int n, int c) { return up(w.expert, w.first_col + n, k0 + c); });
+      m.team_barrier();
+      base::frag::mma_nt(m, xs, gs, g, us, u);
+    }
+    base::frag::store(
+        m,
+        [&](int r, int n, float gv, float uv) {
+          if (r < w.rows && n < cols)
+            h(w.first_row + r, w.first_col + n) =
+                from_float<Scalar>(gv / (1.0f + math::exp(-gv)) * uv);
+        },
+        g, u);
+  }
+};
+
+// y[a] = w[a] * (h[p] down[e]^T) for the assignment a at sorted row p.
+template <class ExecutionSpace, class Scalar>
+struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
+  using base = ExpertTileKernel<ExecutionSpace, Scalar>;
+  using typename base::member;
+  using typename base::tile;
+  using base::BM;
+  using base::BN;
+  using base::BK;
+  using memory_space = typename base::memory_space;
+
+  Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> h;        // [T*k, F]
+  Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> down;    // [E, H, F]
+  Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> weights;   // [T, k]
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y;               // [T*k, H]
+
+  static std::size_t scratch_bytes() {
+    return base::tile_bytes(BM, BK) + base::tile_bytes(BN, BK) + base::tile_bytes(BM, BN);
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member& m) const {
+    typename base::Work w;
+    if (!this->work(m, w)) return;
+    const int F = int(h.extent(1)), H = int(down.extent(1));
+    const int cols = H - w.first_col < BN ? H - w.first_col : BN;
+    tile hs(m.team_scratch(0), BM, BK), ds(m.team_scratch(0), BN, BK),
+        acc(m.team_scratch(0), BM, BN);
+    base::frag::zero(m, acc);
+    for (int k0 = 0; k0 < F; k0 += BK) {
+      const int depth = F - k0 < BK ? F - k0 : BK;
+      m.team_barrier();
+      base::load(m, hs, w.rows, depth, [&](int r, int c) { return h(w.first_row + r, k0 + c); });
+      base::load(m, ds, cols, depth,
+                 [&](int n, int c) { return down(w.expert, w.first_col + n, k0 + c); });
+      m.team_barrier();
+      base::frag::mma_nt(m, hs, ds, acc);
+    }
+    const auto& plan = this->plan;
+    const int kk     = this->k;
+    base::frag::store(
+        m,
+        [&](int r, int n, float v) {
+          if (r < w.rows && n < cols) {
+            const int a = plan.order(w.first_row + r);
+            y(a, w.first_col + n) = weights(a / kk, a % kk) * v;
+          }
+        },
+        acc);
+  }
+};
+
+// out[t] = sum of the k weighted expert outputs of token t, in slot order so
+// the result does not depend on scheduling.
+template <class ExecutionSpace, class Scalar>
+struct CombineKernel {
+  using memory_space = typename ExecutionSpace::memory_space;
+  Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> y;   // [T*k, H]
+  Kokkos::View<const int*, memory_space> slot;                        // [T*k], -1: invalid
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> out;      // [T, H]
+  int k;
+  std::int64_t H;
+
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    const std::int64_t t = i / H, n = i % H;
+    float s              = 0;
+    for (int j = 0; j < k; ++j)
+      if (slot(t * k + j) >= 0) s += y(t * k + j, n);
+    out(t, n) = from_float<Scalar>(s);
+  }
+};
+
+}  // namespace Impl
+}  // namespace KokkosMoE
+
+#endif

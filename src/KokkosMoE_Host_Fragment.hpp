@@ -1,0 +1,90 @@
+// The portable matrix-multiply-accumulate fragment: plain loops over float
+// scratch tiles. It is the reference every backend fragment is tested
+// against, and the one used by host backends.
+#ifndef KOKKOSMOE_HOST_FRAGMENT_HPP
+#define KOKKOSMOE_HOST_FRAGMENT_HPP
+
+#include <Kokkos_Core.hpp>
+
+namespace KokkosMoE {
+namespace Impl {
+
+template <class ExecutionSpace>
+struct PortableFragment {
+  using scratch_space = typename ExecutionSpace::scratch_memory_space;
+  // Tiles live in team scratch as float: 16-bit inputs are widened once on
+  // load, so the inner loop is a float dot product the compiler vectorises.
+  using tile = Kokkos::View<float**, Kokkos::LayoutRight, scratch_space,
+                            Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+
+  // Rows of tokens, columns of outputs and depth per scratch tile. 32^3 keeps
+  // the five tiles of the fused gate/up kernel (20 KiB) under Kokkos 3.4's
+  // 40 KiB level-0 cap on CUDA.
+  static constexpr int tile_m = 32;
+  static constexpr int tile_n = 32;
+  static constexpr int tile_k = 32;
+
+  static int team_size() {
+    return Kokkos::SpaceAccessibility<Kokkos::HostSpace,
+                                      typename ExecutionSpace::memory_space>::accessible
+               ? 1
+               : 128;
+  }
+
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION static void zero(const Member& member, const tile& acc) {
+    const int n = acc.extent_int(1);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, acc.extent_int(0) * n),
+                         [&](int i) { acc(i / n, i % n) = 0; });
+  }
+
+  // Calls f(m, n, values...) once per element with the accumulators' values.
+  template <class Member, class F, class... Acc>
+  KOKKOS_INLINE_FUNCTION static void store(const Member& member, const F& f, const tile& acc0,
+                                           const Acc&... acc) {
+    const int n = acc0.extent_int(1);
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, acc0.extent_int(0) * n), [&](int i) {
+      const int r = i / n, c = i % n;
+      f(r, c, acc0(r, c), acc(r, c)...);
+    });
+  }
+
+  // acc[m][n] += sum_k a[m][k] * b[n][k].
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION static void mma_nt(const Member& member, const tile& a, const tile& b,
+                                            const tile& acc) {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, tile_m * tile_n), [&](int i) {
+      acc(i / tile_n, i % tile_n) += dot(a, i / tile_n, b, i % tile_n);
+    });
+  }
+
+  // The same for two weight tiles sharing one read of a (fused gate/up).
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION static void mma_nt(const Member& member, const tile& a,
+                                            const tile& b0, const tile& acc0,
+                                            const tile& b1, const tile& acc1) {
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, tile_m * tile_n), [&](int i) {
+      const int m = i / tile_n, n = i % tile_n;
+      float s0 = 0, s1 = 0;
+      for (int k = 0; k < tile_k; ++k) {
+        s0 += a(m, k) * b0(n, k);
+        s1 += a(m, k) * b1(n, k);
+      }
+      acc0(m, n) += s0;
+      acc1(m, n) += s1;
+    });
+  }
+
+ private:
+  KOKKOS_INLINE_FUNCTION static float dot(const tile& a, int m, const tile& b, int n) {
+    float s = 0;
+    for (int k = 0; k < tile_k; ++k) s += a(m, k) * b(n, k);
+    return s;
+  }
+
+};
+
+}  // namespace Impl
+}  // namespace KokkosMoE
+
+#endif

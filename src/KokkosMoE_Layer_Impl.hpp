@@ -1,0 +1,225 @@
+// Definitions of Layer's members; compiled once per (execution space,
+// storage type) in the generated instantiation units.
+#ifndef KOKKOSMOE_LAYER_IMPL_HPP
+#define KOKKOSMOE_LAYER_IMPL_HPP
+
+#include <KokkosMoE/KokkosMoE_Layer.hpp>
+
+#include "KokkosMoE_Dispatch_Impl.hpp"
+#include "KokkosMoE_ExpertMLP_Impl.hpp"
+#include "KokkosMoE_Routing_Impl.hpp"
+
+#include <KokkosBlas3_gemm.hpp>
+#include <Kokkos_Core.hpp>
+
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+
+namespace KokkosMoE {
+
+namespace Impl {
+// Opens a profiling region for the lifetime of a stage.
+class StageRegion {
+ public:
+  explicit StageRegion(const char* name) { Kokkos::Profiling::pushRegion(name); }
+  ~StageRegion() { Kokkos::Profiling::popRegion(); }
+  StageRegion(const StageRegion&) = delete;
+  StageRegion& operator=(const StageRegion&) = delete;
+};
+
+template <class View>
+void check_extents(const View& v, std::initializer_list<std::int64_t> want, const char* name) {
+  int r = 0;
+  for (std::int64_t n : want) {
+    if (std::int64_t(v.extent(r)) != n)
+      throw std::invalid_argument(std::string("KokkosMoE::Layer: weights.") + name +
+                                  " has extent " + std::to_string(v.extent(r)) + " in dimension " +
+                                  std::to_string(r) + ", expected " + std::to_string(n));
+    ++r;
+  }
+}
+}  // namespace Impl
+
+template <class ExecutionSpace, class Scalar>
+Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& weights,
+                                     const execution_space& exec)
+    : config_(config), weights_(weights), exec_(exec) {
+  config_.validate();
+  const std::int64_t E = config_.num_experts, H = config_.hidden_size, F = config_.ffn_size;
+  const std::int64_t T = config_.max_tokens, k = config_.top_k;
+  if (config_.routing != RoutingMode::external) Impl::check_extents(weights_.router, {E, H}, "router");
+  if (config_.routing == RoutingMode::sigmoid_group_topk)
+    Impl::check_extents(weights_.bias, {E}, "bias");
+  Impl::check_extents(weights_.gate, {E, F, H}, "gate");
+  Impl::check_extents(weights_.up, {E, F, H}, "up");
+  Impl::check_extents(weights_.down, {E, H, F}, "down");
+
+  ids_             = ids_view("KokkosMoE::routing_ids", T, k);
+  routing_weights_ = weights_view("KokkosMoE::routing_weights", T, k);
+  if (config_.routing != RoutingMode::external) {
+    logits_ = decltype(logits_)("KokkosMoE::logits", T, E);
+    if (!std::is_same<Scalar, float>::value) x_float_ = decltype(x_float_)("KokkosMoE::x_float", T, H);
+  }
+  plan_ = DispatchPlan<memory_space>::allocate(int(E), T * k, Impl::Fragment<ExecutionSpace, Scalar>::tile_m);
+  h_    = decltype(h_)("KokkosMoE::activations", T * k, F);
+  y_    = decltype(y_)("KokkosMoE::expert_outputs", T * k, H);
+}
+
+template <class ExecutionSpace, class Scalar>
+void Layer<ExecutionSpace, Scalar>::check_tokens(std::int64_t num_tokens, std::int64_t rows,
+                                                 const char* what) const {
+  if (num_tokens < 0 || num_tokens > config_.max_tokens)
+    throw std::invalid_argument("KokkosMoE::Layer: num_tokens = " + std::to_string(num_tokens) +
+                                " is outside [0, max_tokens = " +
+                                std::to_string(config_.max_tokens) + "]");
+  if (rows < num_tokens)
+    throw std::invalid_argument(std::string("KokkosMoE::Layer: ") + what + " has " +
+                                std::to_string(rows) + " rows, fewer than num_tokens = " +
+                                std::to_string(num_tokens));
+}
+
+template <class ExecutionSpace, class Scalar>
+template <class View>
+void Layer<ExecutionSpace, Scalar>::check_width(const View& v, std::int64_t width,
+                                                const char* what) const {
+  if (std::int64_t(v.extent(1)) != width)
+    throw std::invalid_argument(std::string("KokkosMoE::Layer: ") + what + " has " +
+                                std::to_string(v.extent(1)) + " columns, expected " +
+                                std::to_string(width));
+}
+
+template <class ExecutionSpace, class Scalar>
+void Layer<ExecutionSpace, Scalar>::route(const const_tokens_view& x, std::int64_t num_tokens) {
+  Impl::StageRegion region("KokkosMoE::route");
+  if (config_.routing == RoutingMode::external)
+    throw std::logic_error("KokkosMoE::Layer::route: the layer was configured for external routing");
+  check_tokens(num_tokens, std::int64_t(x.extent(0)), "x");
+  check_width(x, config_.hidden_size, "x");
+  if (num_tokens == 0) return;
+  const auto rows = Kokkos::make_pair(std::int64_t(0), num_tokens);
+  const auto H    = config_.hidden_size;
+
+  // Router logits [T, E] = x [T, H] router^T, by Kokkos Kernels' GEMM.
+  Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> xf;
+  if constexpr (std::is_same<Scalar, float>::value) {
+    xf = Kokkos::subview(x, rows, Kokkos::ALL());
+  } else {
+    Kokkos::parallel_for("KokkosMoE::route::to_float",
+                         Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
+                             exec_, 0, num_tokens * H),
+                         Impl::ConvertToFloat<ExecutionSpace, Scalar>{x, x_float_, H});
+    xf = Kokkos::subview(x_float_, rows, Kokkos::ALL());
+  }
+  auto logits = Kokkos::subview(logits_, rows, Kokkos::ALL());
+#if defined(KOKKOSKERNELS_VERSION) && KOKKOSKERNELS_VERSION >= 40100
+  KokkosBlas::gemm(exec_, "N", "T", 1.0f, xf, weights_.router, 0.0f, logits);
+#else
+  // Before 4.1 KokkosBlas runs on the space's default instance: order it
+  // after our queue and the top-k after it (the only fences in forward).
+  exec_.fence();
+  KokkosBlas::gemm("N", "T", 1.0f, xf, weights_.router, 0.0f, logits);
+  execution_space().fence();
+#endif
+
+  Impl::RoutingViews<ExecutionSpace> v{logits_, ids_, routing_weights_, config_.num_experts,
+                                       config_.top_k, config_.renormalize};
+  const auto policy = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<int>>(exec_, 0, int(num_tokens));
+  if (config_.routing == RoutingMode::softmax_topk) {
+    Kokkos::parallel_for("KokkosMoE::route::softmax_topk", policy,
+                         Impl::SoftmaxTopK<ExecutionSpace>{v});
+  } else {
+    Kokkos::parallel_for("KokkosMoE::route::sigmoid_group_topk", policy,
+                         Impl::SigmoidGroupTopK<ExecutionSpace>{v, weights_.bias, config_.n_group,
+                                                                config_.topk_group,
+                                                                config_.routed_scaling});
+  }
+}
+
+template <class ExecutionSpace, class Scalar>
+void Layer<ExecutionSpace, Scalar>::dispatch(const const_ids_view& ids, std::int64_t num_tokens) {
+  Impl::StageRegion region("KokkosMoE::dispatch");
+  check_tokens(num_tokens, std::int64_t(ids.extent(0)), "ids");
+  check_width(ids, config_.top_k, "ids");
+  Impl::DispatchKernels<ExecutionSpace>{plan_, ids, config_.num_experts, config_.top_k}.run(
+      exec_, int(num_tokens * config_.top_k));
+}
+
+template <class ExecutionSpace, class Scalar>
+void Layer<ExecutionSpace, Scalar>::gate_up(const const_tokens_view& x, std::int64_t num_tokens) {
+  Impl::StageRegion region("KokkosMoE::gate_up");
+  check_tokens(num_tokens, std::int64_t(x.extent(0)), "x");
+  check_width(x, config_.hidden_size, "x");
+  const std::int64_t assignments = num_tokens * config_.top_k;
+  if (assignments == 0) return;
+  using kernel = Impl::GateUpKernel<ExecutionSpace, Scalar>;
+  kernel f;
+  f.plan          = plan_;
+  f.experts       = config_.num_experts;
+  f.k             = config_.top_k;
+  f.column_blocks = int((config_.ffn_size + kernel::BN - 1) / kernel::BN);
+  f.x             = x;
+  f.gate          = weights_.gate;
+  f.up            = weights_.up;
+  f.h             = h_;
+  const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts, kernel::BM);
+  Kokkos::parallel_for("KokkosMoE::gate_up", f.make_policy(exec_, tiles, kernel::scratch_bytes()), f);
+}
+
+template <class ExecutionSpace, class Scalar>
+void Layer<ExecutionSpace, Scalar>::down_combine(const const_weights_view& routing_weights,
+                                                 const tokens_view& out, std::int64_t num_tokens) {
+  Impl::StageRegion region("KokkosMoE::down_combine");
+  check_tokens(num_tokens, std::int64_t(routing_weights.extent(0)), "routing weights");
+  check_tokens(num_tokens, std::int64_t(out.extent(0)), "out");
+  check_width(out, config_.hidden_size, "out");
+  check_width(routing_weights, config_.top_k, "routing weights");
+  const std::int64_t assignments = num_tokens * config_.top_k;
+  if (assignments == 0) return;
+  using kernel = Impl::DownKernel<ExecutionSpace, Scalar>;
+  kernel f;
+  f.plan          = plan_;
+  f.experts       = config_.num_experts;
+  f.k             = config_.top_k;
+  f.column_blocks = int((config_.hidden_size + kernel::BN - 1) / kernel::BN);
+  f.h             = h_;
+  f.down          = weights_.down;
+  f.weights       = routing_weights;
+  f.y             = y_;
+  const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts, kernel::BM);
+  Kokkos::parallel_for("KokkosMoE::down", f.make_policy(exec_, tiles, kernel::scratch_bytes()), f);
+  Kokkos::parallel_for(
+      "KokkosMoE::combine",
+      Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
+          exec_, 0, num_tokens * config_.hidden_size),
+      Impl::CombineKernel<ExecutionSpace, Scalar>{y_, plan_.slot, out, config_.top_k,
+                                                  config_.hidden_size});
+}
+
+template <class ExecutionSpace, class Scalar>
+void Layer<ExecutionSpace, Scalar>::forward(const const_tokens_view& x, const tokens_view& out,
+                                            std::int64_t num_tokens) {
+  route(x, num_tokens);
+  forward(x, ids_, routing_weights_, out, num_tokens);
+}
+
+template <class ExecutionSpace, class Scalar>
+void Layer<ExecutionSpace, Scalar>::forward(const const_tokens_view& x, const const_ids_view& ids,
+                                            const const_weights_view& routing_weights,
+                                            const tokens_view& out, std::int64_t num_tokens) {
+  dispatch(ids, num_tokens);
+  gate_up(x, num_tokens);
+  down_combine(routing_weights, out, num_tokens);
+}
+
+template <class ExecutionSpace, class Scalar>
+int Layer<ExecutionSpace, Scalar>::invalid_ids() const {
+  int n = 0;
+  Kokkos::deep_copy(exec_, n, plan_.invalid_ids);
+  exec_.fence();
+  return n;
+}
+
+}  // namespace KokkosMoE
+
+#endif

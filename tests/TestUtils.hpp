@@ -1,0 +1,136 @@
+// Shared helpers of the backend tests: random problems and routings.
+#ifndef KOKKOSMOE_TESTUTILS_HPP
+#define KOKKOSMOE_TESTUTILS_HPP
+
+#include <KokkosMoE/KokkosMoE_Layer.hpp>
+#include <KokkosMoE/KokkosMoE_Reference.hpp>
+
+#include <Kokkos_Core.hpp>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <random>
+#include <vector>
+
+namespace KokkosMoE {
+namespace Test {
+
+using StorageTypes = ::testing::Types<float, float16, bfloat16>;
+
+// Uniform values in [lo, hi), never all zero, seeded; any contiguous view.
+template <class View>
+void fill_uniform(const View& v, double lo, double hi, std::uint64_t seed) {
+  using T = typename View::non_const_value_type;
+  auto host = Kokkos::create_mirror_view(v);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  for (std::size_t i = 0; i < host.span(); ++i) host.data()[i] = T(float(dist(rng)));
+  Kokkos::deep_copy(v, host);
+}
+
+template <class View>
+std::vector<double> to_double(const View& v) {
+  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
+  std::vector<double> out(host.span());
+  for (std::size_t i = 0; i < out.size(); ++i) out[i] = double(Impl::to_float(host.data()[i]));
+  return out;
+}
+
+// Random weights scaled so activations stay O(1) whatever H and F are.
+template <class Scalar, class Mem>
+Weights<Scalar, Mem> random_weights(const Config& c, std::uint64_t seed) {
+  auto w = Weights<Scalar, Mem>::allocate(c);
+  const double gh = 1.0 / std::sqrt(double(c.hidden_size)), df = 1.0 / std::sqrt(double(c.ffn_size));
+  fill_uniform(w.router, -gh, gh, seed + 1);
+  fill_uniform(w.bias, -0.1, 0.1, seed + 2);
+  fill_uniform(w.gate, -2 * gh, 2 * gh, seed + 3);
+  fill_uniform(w.up, -2 * gh, 2 * gh, seed + 4);
+  fill_uniform(w.down, -2 * df, 2 * df, seed + 5);
+  return w;
+}
+
+// Host routing: every token draws k distinct experts among `experts`.
+struct HostRouting {
+  std::vector<std::int32_t> ids;
+  std::vector<float> weights;
+};
+
+inline HostRouting random_routing(std::int64_t T, int k, std::vector<int> experts,
+                                  std::uint64_t seed) {
+  HostRouting r;
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> w(0.05f, 1.0f);
+  for (std::int64_t t = 0; t < T; ++t) {
+    std::shuffle(experts.begin(), experts.end(), rng);
+    for (int j = 0; j < k; ++j) {
+      r.ids.push_back(experts[j]);
+      r.weights.push_back(w(rng));
+    }
+  }
+  return r;
+}
+
+inline std::vector<int> first_experts(int n) {
+  std::vector<int> e(n);
+  std::iota(e.begin(), e.end(), 0);
+  return e;
+}
+
+// One layer with random weights and inputs on the test space, external or
+// routed, with max_tokens rows of inputs and outputs.
+template <class Space, class Scalar>
+struct Problem {
+  using layer_type = Layer<Space, Scalar>;
+  using mem        = typename Space::memory_space;
+  Config config;
+  Weights<Scalar, mem> weights;
+  typename layer_type::tokens_view x, out;
+  typename layer_type::ids_view ids;
+  typename layer_type::weights_view routing_weights;
+
+  Problem(int E, int k, std::int64_t H, std::int64_t F, std::int64_t T,
+          RoutingMode mode = RoutingMode::external, std::uint64_t seed = 7) {
+    config.num_experts = E;
+    config.top_k       = k;
+    config.hidden_size = H;
+    config.ffn_size    = F;
+    config.max_tokens  = T;
+    config.routing     = mode;
+    weights            = random_weights<Scalar, mem>(config, seed);
+    x   = typename layer_type::tokens_view("x", T, H);
+    out = typename layer_type::tokens_view("out", T, H);
+    fill_uniform(x, -1.0, 1.0, seed + 11);
+    fill_uniform(out, -1.0, 1.0, seed + 12);  // stale garbage must be overwritten
+    ids             = typename layer_type::ids_view("ids", T, k);
+    routing_weights = typename layer_type::weights_view("routing_weights", T, k);
+  }
+
+  void set_routing(const HostRouting& r) {
+    Kokkos::deep_copy(ids, Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, Kokkos::HostSpace>(
+                               r.ids.data(), ids.extent(0), ids.extent(1)));
+    Kokkos::deep_copy(routing_weights,
+                      Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace>(
+                          r.weights.data(), ids.extent(0), ids.extent(1)));
+  }
+
+  // Largest row-relative error of out against the float64 reference over
+  // the first T tokens, for the routing in (ids_view, weights_view).
+  template <class Ids, class W>
+  double error(const Ids& use_ids, const W& use_weights, std::int64_t T) const {
+    if (T == 0) return 0;
+    Kokkos::View<int*, mem> tokens("tokens", T);
+    Kokkos::parallel_for(Kokkos::RangePolicy<Space>(0, T), KOKKOS_LAMBDA(int i) { tokens(i) = i; });
+    auto ref = reference_experts<Space, Scalar>(Space(), weights, x, use_ids, use_weights, tokens);
+    std::vector<int> rows(T);
+    std::iota(rows.begin(), rows.end(), 0);
+    return max_row_relative_error(out, ref, rows);
+  }
+  double error(std::int64_t T) const { return error(ids, routing_weights, T); }
+};
+
+}  // namespace Test
+}  // namespace KokkosMoE
+
+#endif

@@ -1,0 +1,87 @@
+// The gate/up stage alone: the activations h against float64.
+#include "TestUtils.hpp"
+
+#include "KokkosMoE_Fragment.hpp"
+
+#define KMOE_CAT_(a, b) a##b
+#define KMOE_CAT(a, b) KMOE_CAT_(a, b)
+#define EXPERTMLP_SUITE KMOE_CAT(ExpertMLP_, TEST_CATEGORY)
+
+namespace {
+using namespace KokkosMoE;
+using namespace KokkosMoE::Test;
+using Space = TEST_EXECSPACE;
+
+template <class Scalar>
+class EXPERTMLP_SUITE : public ::testing::Test {};
+TYPED_TEST_SUITE(EXPERTMLP_SUITE, StorageTypes);
+
+TYPED_TEST(EXPERTMLP_SUITE, GateUpActivationsMatchFloat64) {
+  using Scalar = TypeParam;
+  const int E = 6, k = 2;
+  const std::int64_t H = 70, F = 45, T = 50;
+  Problem<Space, Scalar> p(E, k, H, F, T);
+  const auto r = random_routing(T, k, first_experts(4), 9);
+  p.set_routing(r);
+  Layer<Space, Scalar> layer(p.config, p.weights);
+  layer.dispatch(p.ids, T);
+  layer.gate_up(p.x, T);
+
+  const auto x = to_double(p.x), gate = to_double(p.weights.gate), up = to_double(p.weights.up);
+  const auto h = to_double(layer.activations());
+  auto order   = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), layer.plan().order);
+  double worst = 0;
+  for (std::int64_t row = 0; row < T * k; ++row) {
+    const int a = order(row), t = a / k, e = r.ids[a];
+    double scale = 0, diff = 0;
+    for (std::int64_t f = 0; f < F; ++f) {
+      double g = 0, u = 0;
+      for (std::int64_t c = 0; c < H; ++c) {
+        g += x[t * H + c] * gate[(e * F + f) * H + c];
+        u += x[t * H + c] * up[(e * F + f) * H + c];
+      }
+      const double want = g / (1 + std::exp(-g)) * u;
+      scale = std::max(scale, std::abs(want));
+      diff  = std::max(diff, std::abs(h[row * F + f] - want));
+    }
+    worst = std::max(worst, diff / scale);
+  }
+  EXPECT_LT(worst, reference_tolerance<Scalar>());
+}
+
+// The portable fragment alone: acc += a b^T on one full tile.
+TEST(EXPERTMLP_SUITE, FragmentMultiplyAccumulate) {
+  using frag = Impl::Fragment<Space, float>;
+  constexpr int M = frag::tile_m, N = frag::tile_n, K = frag::tile_k;
+  Kokkos::View<float**, Kokkos::LayoutRight, Space::memory_space> a("a", M, K), b("b", N, K),
+      c("c", M, N);
+  fill_uniform(a, -1, 1, 1);
+  fill_uniform(b, -1, 1, 2);
+  fill_uniform(c, -1, 1, 3);
+  const auto a0 = to_double(a), b0 = to_double(b), c0 = to_double(c);
+  using policy = Kokkos::TeamPolicy<Space>;
+  const std::size_t bytes = 2 * frag::tile::shmem_size(M, K) + frag::tile::shmem_size(M, N);
+  Kokkos::parallel_for(
+      policy(1, frag::team_size()).set_scratch_size(0, Kokkos::PerTeam(bytes)),
+      KOKKOS_LAMBDA(const typename policy::member_type& m) {
+        typename frag::tile as(m.team_scratch(0), M, K), bs(m.team_scratch(0), N, K),
+            cs(m.team_scratch(0), M, N);
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, M * K), [&](int i) {
+          as(i / K, i % K) = a(i / K, i % K);
+          bs(i / K, i % K) = b(i / K, i % K);
+        });
+        frag::store(m, [&](int r, int n, float) { cs(r, n) = c(r, n); }, cs);
+        m.team_barrier();
+        frag::mma_nt(m, as, bs, cs);
+        m.team_barrier();
+        frag::store(m, [&](int r, int n, float v) { c(r, n) = v; }, cs);
+      });
+  const auto got = to_double(c);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double want = c0[i * N + j];
+      for (int q = 0; q < K; ++q) want += a0[i * K + q] * b0[j * K + q];
+      EXPECT_NEAR(got[i * N + j], want, 1e-5) << i << "," << j;
+    }
+}
+}  // namespace

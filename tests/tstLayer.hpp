@@ -1,0 +1,105 @@
+// The whole layer (forward) against the float64 reference.
+#include "TestUtils.hpp"
+
+#define KMOE_CAT_(a, b) a##b
+#define KMOE_CAT(a, b) KMOE_CAT_(a, b)
+#define LAYER_SUITE KMOE_CAT(Layer_, TEST_CATEGORY)
+
+namespace {
+using namespace KokkosMoE;
+using namespace KokkosMoE::Test;
+using Space = TEST_EXECSPACE;
+
+template <class Scalar>
+class LAYER_SUITE : public ::testing::Test {};
+TYPED_TEST_SUITE(LAYER_SUITE, StorageTypes);
+
+struct Case {
+  const char* name;
+  int E, k;
+  std::int64_t H, F, T;
+  int experts_used;  // tokens choose among the first experts_used experts
+};
+
+// The edge cases every kernel must survive: no tokens, one token, experts
+// with no tokens, all tokens on one expert, sizes off the tile grid, E and k
+// at their extremes.
+const Case cases[] = {
+    {"mixtral_like", 8, 2, 64, 96, 40, 8},     {"one_token", 4, 2, 37, 45, 1, 4},
+    {"no_tokens", 8, 2, 64, 64, 0, 8},         {"idle_experts", 16, 4, 48, 80, 33, 6},
+    {"all_on_one_expert", 8, 1, 40, 50, 70, 1}, {"single_expert", 1, 1, 33, 17, 5, 1},
+    {"many_experts", 256, 8, 32, 40, 64, 256}, {"k_equals_E", 6, 6, 20, 24, 9, 6},
+    {"off_tile_large", 4, 2, 100, 130, 75, 3},
+};
+
+TYPED_TEST(LAYER_SUITE, ExternalRoutingMatchesReference) {
+  using Scalar = TypeParam;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    Problem<Space, Scalar> p(c.E, c.k, c.H, c.F, c.T);
+    p.set_routing(random_routing(c.T, c.k, first_experts(c.experts_used), 3));
+    Layer<Space, Scalar> layer(p.config, p.weights);
+    layer.forward(p.x, p.ids, p.routing_weights, p.out, c.T);
+    EXPECT_LT(p.error(c.T), reference_tolerance<Scalar>());
+    EXPECT_EQ(layer.invalid_ids(), 0);
+  }
+}
+
+TYPED_TEST(LAYER_SUITE, RoutedForwardMatchesReference) {
+  using Scalar = TypeParam;
+  for (RoutingMode mode : {RoutingMode::softmax_topk, RoutingMode::sigmoid_group_topk}) {
+    Problem<Space, Scalar> p(16, 4, 72, 56, 45, mode);
+    p.config.n_group    = 4;
+    p.config.topk_group = 2;
+    Layer<Space, Scalar> layer(p.config, p.weights);
+    layer.forward(p.x, p.out, 45);
+    // The routing itself is checked against its own reference elsewhere.
+    EXPECT_LT(p.error(layer.routing_ids(), layer.routing_weights(), 45),
+              reference_tolerance<Scalar>())
+        << to_string(mode);
+  }
+}
+
+TYPED_TEST(LAYER_SUITE, BuffersAreReusedAcrossBatchSizes) {
+  using Scalar = TypeParam;
+  Problem<Space, Scalar> p(8, 2, 40, 48, 64);
+  Layer<Space, Scalar> layer(p.config, p.weights);
+  for (std::int64_t T : {64, 3, 0, 17, 64}) {
+    p.set_routing(random_routing(64, 2, first_experts(8), 100 + T));
+    layer.forward(p.x, p.ids, p.routing_weights, p.out, T);
+    EXPECT_LT(p.error(T), reference_tolerance<Scalar>()) << "T = " << T;
+  }
+}
+
+TEST(LAYER_SUITE, InvalidIdsAreCountedAndContributeNothing) {
+  Problem<Space, float> p(8, 2, 32, 40, 10);
+  auto r = random_routing(10, 2, first_experts(8), 5);
+  r.ids[3] = -1;
+  r.ids[8] = 8;
+  r.ids[9] = 1 << 30;
+  p.set_routing(r);
+  Layer<Space, float> layer(p.config, p.weights);
+  layer.forward(p.x, p.ids, p.routing_weights, p.out, 10);
+  EXPECT_EQ(layer.invalid_ids(), 3);
+  EXPECT_LT(p.error(10), reference_tolerance<float>());
+}
+
+TEST(LAYER_SUITE, BadShapesAreRejected) {
+  Problem<Space, float> p(8, 2, 32, 40, 10);
+  Layer<Space, float> layer(p.config, p.weights);
+  EXPECT_THROW(layer.forward(p.x, p.ids, p.routing_weights, p.out, 11), std::invalid_argument);
+  EXPECT_THROW(layer.forward(p.x, p.ids, p.routing_weights, p.out, -1), std::invalid_argument);
+  EXPECT_THROW(layer.route(p.x, 10), std::logic_error);  // external layer has no router
+  typename Layer<Space, float>::tokens_view narrow("narrow", 10, 31);
+  EXPECT_THROW(layer.gate_up(narrow, 10), std::invalid_argument);
+  typename Layer<Space, float>::ids_view wide("wide", 10, 3);
+  EXPECT_THROW(layer.dispatch(wide, 10), std::invalid_argument);
+
+  auto w = p.weights;
+  w.down = decltype(w.down)("down", 8, 40, 32);  // transposed
+  EXPECT_THROW((Layer<Space, float>(p.config, w)), std::invalid_argument);
+  Config bad = p.config;
+  bad.top_k  = 9;
+  EXPECT_THROW((Layer<Space, float>(bad, p.weights)), std::invalid_argument);
+}
+}  // namespace
