@@ -5,6 +5,9 @@
 #include <KokkosMoE/KokkosMoE_Trace.hpp>
 #include <KokkosMoE/KokkosMoE_TraceSynth.hpp>
 
+#include "DriverArgs.hpp"
+#include "ModelPresets.hpp"
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -25,11 +28,7 @@
 namespace {
 
 using namespace KokkosMoE;
-
-// A bad command line: reported in one line, exit code 2.
-struct UsageError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
+using namespace KokkosMoE::Driver;
 
 const char* const kMainUsage =
     "usage: kokkos-moe-trace <command> [options]\n"
@@ -79,92 +78,6 @@ const char* const kSynthUsage =
     "  --loads a,b,...    relative load of every expert, E entries (for --dist loads)\n"
     "  --seed N           random seed (default 1)\n";
 
-// --------------------------------------------------------------- arguments
-
-std::int64_t parse_int(const std::string& text, const std::string& option, std::int64_t min) {
-  std::int64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end)
-    throw UsageError(option + ": '" + text + "' is not an integer");
-  if (value < min)
-    throw UsageError(option + ": " + text + " is below the minimum " + std::to_string(min));
-  return value;
-}
-
-int parse_small_int(const std::string& text, const std::string& option, int min) {
-  const std::int64_t value = parse_int(text, option, min);
-  if (value > (1 << 30)) throw UsageError(option + ": " + text + " is too large");
-  return static_cast<int>(value);
-}
-
-std::uint64_t parse_seed(const std::string& text) {
-  std::uint64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || ec != std::errc() || ptr != end)
-    throw UsageError("--seed: '" + text + "' is not a non-negative integer");
-  return value;
-}
-
-double parse_double(const std::string& text, const std::string& option) {
-  errno = 0;
-  char* end = nullptr;
-  const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE ||
-      !std::isfinite(value))
-    throw UsageError(option + ": '" + text + "' is not a finite number");
-  return value;
-}
-
-std::vector<double> parse_list(const std::string& text, const std::string& option) {
-  std::vector<double> values;
-  std::size_t begin = 0;
-  while (true) {
-    const std::size_t comma = text.find(',', begin);
-    values.push_back(parse_double(text.substr(begin, comma - begin), option));
-    if (comma == std::string::npos) break;
-    begin = comma + 1;
-  }
-  return values;
-}
-
-// Walks argv: "--name value" or "--name=value" options and positionals.
-class Args {
- public:
-  Args(int argc, char** argv, int first) : args_(argv + first, argv + argc) {}
-
-  bool done() const { return pos_ >= args_.size(); }
-  bool wants_help() const {
-    return std::any_of(args_.begin(), args_.end(),
-                       [](const std::string& a) { return a == "--help" || a == "-h"; });
-  }
-  // The next argument; for an option "--x=v", stores v for value().
-  std::string next() {
-    std::string arg = args_[pos_++];
-    inline_value_.reset();
-    const std::size_t eq = arg.find('=');
-    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      inline_value_ = arg.substr(eq + 1);
-      arg.resize(eq);
-    }
-    return arg;
-  }
-  std::string value(const std::string& option) {
-    if (inline_value_) return *std::exchange(inline_value_, std::nullopt);
-    if (done()) throw UsageError(option + " needs a value");
-    return args_[pos_++];
-  }
-  void no_value(const std::string& option) const {
-    if (inline_value_) throw UsageError(option + " takes no value");
-  }
-
- private:
-  std::vector<std::string> args_;
-  std::size_t pos_ = 0;
-  std::optional<std::string> inline_value_;
-};
-
 [[noreturn]] void unknown_option(const std::string& command, const std::string& arg) {
   throw UsageError("unknown option '" + arg + "' (see 'kokkos-moe-trace " + command + " --help')");
 }
@@ -183,13 +96,6 @@ std::string single_path(Args& args, const std::string& command) {
 }
 
 // ---------------------------------------------------------------- commands
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 int run_info(Args& args) {
   if (args.wants_help()) return std::cout << kInfoUsage, 0;
@@ -236,20 +142,6 @@ int run_validate(Args& args) {
   return 0;
 }
 
-struct Preset {
-  const char* name;
-  int experts, top_k;
-  std::int64_t hidden, ffn;
-};
-
-// Shapes of the real models' MoE layers.
-constexpr Preset kPresets[] = {
-    {"mixtral-8x7b", 8, 2, 4096, 14336},
-    {"qwen2-57b", 64, 8, 3584, 2560},  // Qwen2-57B-A14B: 8 routed of 64
-    {"deepseek-v3", 256, 8, 7168, 2048},
-    {"gpt-oss-20b", 32, 4, 2880, 2880},
-};
-
 int run_synth(Args& args) {
   if (args.wants_help()) return std::cout << kSynthUsage, 0;
   // Options are collected first so that explicit values override the preset
@@ -280,11 +172,8 @@ int run_synth(Args& args) {
 
   SynthOptions o;
   if (preset) {
-    const auto* p = std::find_if(std::begin(kPresets), std::end(kPresets),
-                                 [&](const Preset& x) { return *preset == x.name; });
-    if (p == std::end(kPresets))
-      throw UsageError("--preset: unknown preset '" + *preset +
-                       "' (mixtral-8x7b, qwen2-57b, deepseek-v3, gpt-oss-20b)");
+    const Preset* p = find_preset(*preset);
+    if (!p) throw UsageError("--preset: unknown preset '" + *preset + "' (" + preset_names() + ")");
     o.model = p->name;
     o.num_experts = p->experts;
     o.top_k = p->top_k;

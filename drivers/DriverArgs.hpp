@@ -1,0 +1,133 @@
+// Command-line parsing shared by the drivers: one-line errors, exit code 2.
+#ifndef KOKKOSMOE_DRIVERARGS_HPP
+#define KOKKOSMOE_DRIVERARGS_HPP
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace KokkosMoE {
+namespace Driver {
+
+// A bad command line: reported in one line, exit code 2.
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// --help anywhere: print the usage and exit 0.
+struct HelpRequested {};
+
+inline std::int64_t parse_int(const std::string& text, const std::string& option, std::int64_t min) {
+  std::int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end)
+    throw UsageError(option + ": '" + text + "' is not an integer");
+  if (value < min)
+    throw UsageError(option + ": " + text + " is below the minimum " + std::to_string(min));
+  return value;
+}
+
+inline int parse_small_int(const std::string& text, const std::string& option, int min) {
+  const std::int64_t value = parse_int(text, option, min);
+  if (value > (1 << 30)) throw UsageError(option + ": " + text + " is too large");
+  return static_cast<int>(value);
+}
+
+inline std::uint64_t parse_seed(const std::string& text) {
+  std::uint64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end)
+    throw UsageError("--seed: '" + text + "' is not a non-negative integer");
+  return value;
+}
+
+inline double parse_double(const std::string& text, const std::string& option) {
+  errno = 0;
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE ||
+      !std::isfinite(value))
+    throw UsageError(option + ": '" + text + "' is not a finite number");
+  return value;
+}
+
+// Comma-separated values, each read by parse_one.
+template <class Parse>
+auto parse_comma_list(const std::string& text, const Parse& parse_one) {
+  std::vector<decltype(parse_one(text))> values;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', begin);
+    values.push_back(parse_one(text.substr(begin, comma - begin)));
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  return values;
+}
+
+inline std::vector<double> parse_list(const std::string& text, const std::string& option) {
+  return parse_comma_list(text, [&](const std::string& v) { return parse_double(v, option); });
+}
+
+inline std::vector<std::int64_t> parse_int_list(const std::string& text, const std::string& option,
+                                               std::int64_t min) {
+  return parse_comma_list(text, [&](const std::string& v) { return parse_int(v, option, min); });
+}
+
+// Walks argv: "--name value" or "--name=value" options and positionals.
+class Args {
+ public:
+  Args(int argc, char** argv, int first) : args_(argv + first, argv + argc) {}
+
+  bool done() const { return pos_ >= args_.size(); }
+  bool wants_help() const {
+    return std::any_of(args_.begin(), args_.end(),
+                       [](const std::string& a) { return a == "--help" || a == "-h"; });
+  }
+  // The next argument; for an option "--x=v", stores v for value().
+  std::string next() {
+    std::string arg = args_[pos_++];
+    inline_value_.reset();
+    const std::size_t eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      inline_value_ = arg.substr(eq + 1);
+      arg.resize(eq);
+    }
+    return arg;
+  }
+  std::string value(const std::string& option) {
+    if (inline_value_) return *std::exchange(inline_value_, std::nullopt);
+    if (done()) throw UsageError(option + " needs a value");
+    return args_[pos_++];
+  }
+  void no_value(const std::string& option) const {
+    if (inline_value_) throw UsageError(option + " takes no value");
+  }
+
+ private:
+  std::vector<std::string> args_;
+  std::size_t pos_ = 0;
+  std::optional<std::string> inline_value_;
+};
+
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace Driver
+}  // namespace KokkosMoE
+
+#endif

@@ -1,0 +1,293 @@
+// kokkos-moe-replay: replays the routing of a recorded trace through the MoE
+// layer (external routing) and reports speed, traffic and correctness.
+//
+// Exit codes: 0 success (and, with --check, error within tolerance),
+// 1 check failed or run error, 2 bad command line, 3 invalid trace.
+#include <KokkosMoE/KokkosMoE_Layer.hpp>
+#include <KokkosMoE/KokkosMoE_Reference.hpp>
+#include <KokkosMoE/KokkosMoE_Trace.hpp>
+#include <KokkosMoE/KokkosMoE_TraceSynth.hpp>
+
+#include "DriverArgs.hpp"
+#include "ModelPresets.hpp"
+#include "ReplayReport.hpp"
+
+#include <Kokkos_Core.hpp>
+#include <Kokkos_Timer.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace KokkosMoE {
+namespace Driver {
+using Space  = Kokkos::DefaultExecutionSpace;
+
+// Deterministic uniform values in [-scale, scale) from a counter hash, the
+// same on every backend and independent of the thread count.
+template <class View>
+void fill_hashed(const View& v, std::uint64_t seed, float scale) {
+  using T = typename View::non_const_value_type;
+  T* data = v.data();
+  Kokkos::parallel_for(
+      "kokkos-moe-replay::fill", Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(0, v.span()),
+      KOKKOS_LAMBDA(std::int64_t i) {
+        std::uint64_t z = seed * 0x9e3779b97f4a7c15ull + std::uint64_t(i);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        z ^= z >> 31;
+        const float u = float(z >> 40) * (1.0f / 16777216.0f);  // [0, 1)
+        data[i] = T((2.0f * u - 1.0f) * scale);
+      });
+}
+
+}  // namespace Driver
+}  // namespace KokkosMoE
+
+namespace {
+
+using namespace KokkosMoE;
+using namespace KokkosMoE::Driver;
+
+const char* const kUsage =
+    "usage: kokkos-moe-replay TRACE.h5 [options]\n"
+    "  --layers all|L[,L...]  layers to replay, by the model's numbering (default all)\n"
+    "  --tokens N             batch size: tokens per forward (default: all, at most 4096)\n"
+    "  --max-tokens N         replay only the first N tokens of the trace\n"
+    "  --model NAME           shape preset: " /* names appended at run time */;
+const char* const kUsageTail =
+    "\n"
+    "  --hidden H, --ffn F    model width and expert width (override trace and preset)\n"
+    "  --reduce R             divide H and F by R (default on host backends: just enough\n"
+    "                         to keep a forward small; 1 on GPUs)\n"
+    "  --dtype bf16|fp16|fp32 storage type of weights and activations (default bf16)\n"
+    "  --repeat N             timed runs per batch (default 20 on GPUs, 3 on host)\n"
+    "  --warmup N             untimed runs first (default 3 on GPUs, 1 on host)\n"
+    "  --seed N               seed of the hidden states and weights (default 1)\n"
+    "  --check                compare a sample of tokens with the float64 reference\n"
+    "  --json FILE            also write the report as JSON\n"
+    "Kokkos options (--kokkos-num-threads=N, ...) are passed to Kokkos.\n";
+
+struct Options {
+  std::string trace;
+  std::vector<int> layers;  // empty: all
+  std::int64_t batch = 0, max_tokens = 0, hidden = 0, ffn = 0, reduce = 0;
+  std::string model, dtype = "bf16", json;
+  int repeat = -1, warmup = -1;
+  std::uint64_t seed = 1;
+  bool check = false;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  Args args(argc, argv, 1);
+  while (!args.done()) {
+    const std::string a = args.next();
+    if (a == "--help" || a == "-h") throw HelpRequested();
+    if (a == "--layers") {
+      const std::string v = args.value(a);
+      if (v != "all")
+        for (std::int64_t l : parse_int_list(v, a, 0)) o.layers.push_back(int(l));
+    } else if (a == "--tokens") o.batch = parse_int(args.value(a), a, 1);
+    else if (a == "--max-tokens") o.max_tokens = parse_int(args.value(a), a, 1);
+    else if (a == "--model") o.model = args.value(a);
+    else if (a == "--hidden") o.hidden = parse_int(args.value(a), a, 1);
+    else if (a == "--ffn") o.ffn = parse_int(args.value(a), a, 1);
+    else if (a == "--reduce") o.reduce = parse_int(args.value(a), a, 1);
+    else if (a == "--dtype") o.dtype = args.value(a);
+    else if (a == "--repeat") o.repeat = parse_small_int(args.value(a), a, 1);
+    else if (a == "--warmup") o.warmup = parse_small_int(args.value(a), a, 0);
+    else if (a == "--seed") o.seed = parse_seed(args.value(a));
+    else if (a == "--check") args.no_value(a), o.check = true;
+    else if (a == "--json") o.json = args.value(a);
+    else if (a.rfind("-", 0) == 0) throw UsageError("unknown option '" + a + "' (see --help)");
+    else if (o.trace.empty()) o.trace = a;
+    else throw UsageError("expects one trace file, got '" + o.trace + "' and '" + a + "'");
+  }
+  if (o.trace.empty()) throw UsageError("missing TRACE.h5 (see --help)");
+  if (o.dtype != "bf16" && o.dtype != "fp16" && o.dtype != "fp32")
+    throw UsageError("--dtype: '" + o.dtype + "' is not one of bf16, fp16, fp32");
+  if (!o.model.empty() && !find_preset(o.model))
+    throw UsageError("--model: unknown preset '" + o.model + "' (" + preset_names() + ")");
+  return o;
+}
+
+using Memory = Space::memory_space;
+constexpr bool on_host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Memory>::accessible;
+
+// The model shape: trace attributes, then the preset, then the options.
+Shape resolve_shape(const Options& o, const Trace& trace) {
+  Shape s;
+  s.experts = trace.num_experts;
+  s.top_k   = trace.top_k;
+  s.hidden  = trace.hidden_size;
+  s.ffn     = trace.ffn_size;
+  const Preset* p = find_preset(o.model.empty() ? trace.model : o.model);
+  if (p && !o.model.empty() && (p->experts != s.experts || p->top_k != s.top_k))
+    throw UsageError("--model " + o.model + " has E=" + std::to_string(p->experts) + ", k=" +
+                     std::to_string(p->top_k) + " but the trace has E=" + std::to_string(s.experts) +
+                     ", k=" + std::to_string(s.top_k));
+  if (p && (s.hidden == 0 || !o.model.empty())) s.hidden = p->hidden;
+  if (p && (s.ffn == 0 || !o.model.empty())) s.ffn = p->ffn;
+  if (o.hidden) s.hidden = o.hidden;
+  if (o.ffn) s.ffn = o.ffn;
+  if (s.hidden <= 0 || s.ffn <= 0)
+    throw UsageError("the trace does not give the model shape and no preset matches '" +
+                     trace.model + "': pass --hidden H and --ffn F (or --model NAME)");
+  // Host backends run a reduced model unless the shape was given: the full
+  // models need tens of GB of weights and minutes per forward on a CPU.
+  s.reduce = o.reduce ? o.reduce : 1;
+  if (!o.reduce && on_host && !o.hidden && !o.ffn) {
+    auto bytes = [&](std::int64_t r) { return 3.0 * s.experts * (s.hidden / r) * (s.ffn / r) * 2; };
+    auto flops = [&](std::int64_t r) { return 6.0 * s.top_k * (s.hidden / r) * (s.ffn / r); };
+    while (s.hidden / (2 * s.reduce) >= 16 && s.ffn / (2 * s.reduce) >= 16 &&
+           (bytes(s.reduce) > 64.0 * (1 << 20) || flops(s.reduce) > 4e6))
+      s.reduce *= 2;
+  }
+  s.hidden = std::max<std::int64_t>(1, s.hidden / s.reduce);
+  s.ffn    = std::max<std::int64_t>(1, s.ffn / s.reduce);
+  return s;
+}
+
+template <class Scalar>
+LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, const TraceLayer& tl) {
+  using layer_type = Layer<Space, Scalar>;
+  const std::int64_t T     = o.max_tokens ? std::min(o.max_tokens, trace.num_tokens) : trace.num_tokens;
+  const std::int64_t batch = std::max<std::int64_t>(1, o.batch ? std::min(o.batch, T) : std::min<std::int64_t>(T, 4096));
+  const int k = s.top_k;
+
+  Config c;
+  c.num_experts = s.experts;
+  c.top_k       = k;
+  c.hidden_size = s.hidden;
+  c.ffn_size    = s.ffn;
+  c.max_tokens  = batch;
+  c.routing     = RoutingMode::external;
+  auto w        = Weights<Scalar, Memory>::allocate(c);
+  const std::uint64_t seed = o.seed * 1000003ull + std::uint64_t(tl.index) * 16;
+  fill_hashed(w.gate, seed + 1, 2.0f / std::sqrt(float(s.hidden)));
+  fill_hashed(w.up, seed + 2, 2.0f / std::sqrt(float(s.hidden)));
+  fill_hashed(w.down, seed + 3, 2.0f / std::sqrt(float(s.ffn)));
+  typename layer_type::tokens_view x("x", batch, s.hidden), out("out", batch, s.hidden);
+  typename layer_type::ids_view ids("ids", batch, k);
+  typename layer_type::weights_view rw("routing_weights", batch, k);
+  layer_type layer(c, w);
+
+  LayerReport r;
+  r.index = tl.index;
+  r.load  = expert_load_stats(trace, tl, T);
+  const int repeat = o.repeat > 0 ? o.repeat : (on_host ? 3 : 20);
+  const int warmup = o.warmup >= 0 ? o.warmup : (on_host ? 1 : 3);
+  Kokkos::Timer timer;
+  auto seconds = [&](auto&& f) {
+    Space().fence();
+    timer.reset();
+    f();
+    Space().fence();
+    return timer.seconds();
+  };
+
+  for (std::int64_t t0 = 0; t0 < T; t0 += batch) {
+    const std::int64_t n = std::min(batch, T - t0);
+    // The batch's routing, rows t0..t0+n of the trace, and fresh hidden states.
+    auto hid = Kokkos::create_mirror_view(ids);
+    auto hw  = Kokkos::create_mirror_view(rw);
+    for (std::int64_t i = 0; i < n * k; ++i) {
+      hid.data()[i] = tl.expert_ids[t0 * k + i];
+      hw.data()[i]  = tl.weights[t0 * k + i];
+    }
+    Kokkos::deep_copy(ids, hid);
+    Kokkos::deep_copy(rw, hw);
+    fill_hashed(x, seed + 4 + std::uint64_t(t0), 1.0f);
+    const Traffic traffic = count_traffic(s, sizeof(Scalar), hid, n);
+
+    for (int i = 0; i < warmup + repeat; ++i) {
+      StageTimes st;
+      st.dispatch     = seconds([&] { layer.dispatch(ids, n); });
+      st.gate_up      = seconds([&] { layer.gate_up(x, n); });
+      st.down_combine = seconds([&] { layer.down_combine(rw, out, n); });
+      st.total        = seconds([&] { layer.forward(x, ids, rw, out, n); });
+      if (i >= warmup) r.add(st, traffic);
+    }
+    if (layer.invalid_ids() != 0) throw std::runtime_error("routing ids outside [0, E) reached the layer");
+
+    if (o.check) {
+      // Up to 16 tokens per batch, spread over it, against float64.
+      std::vector<int> sample;
+      for (std::int64_t i = 0; i < std::min<std::int64_t>(16, n); ++i) sample.push_back(int(i * n / std::min<std::int64_t>(16, n)));
+      Kokkos::View<int*, Memory> tokens("tokens", sample.size());
+      Kokkos::deep_copy(tokens, Kokkos::View<int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(sample.data(), sample.size()));
+      auto ref = reference_experts<Space, Scalar>(Space(), w, x, ids, rw, tokens);
+      r.max_rel_err = std::max(r.max_rel_err, max_row_relative_error(out, ref, sample));
+      r.checked_tokens += std::int64_t(sample.size());
+    }
+  }
+  r.tolerance = reference_tolerance<Scalar>();
+  return r;
+}
+
+template <class Scalar>
+int replay(const Options& o, const Trace& trace, const Shape& s) {
+  Report report;
+  report.trace   = o.trace;
+  report.model   = o.model.empty() ? trace.model : o.model;
+  report.dtype   = ScalarTraits<Scalar>::name;
+  report.device  = Space::name();
+  report.shape   = s;
+  report.check   = o.check;
+  report.tokens  = o.max_tokens ? std::min(o.max_tokens, trace.num_tokens) : trace.num_tokens;
+  report.batch   = std::max<std::int64_t>(1, o.batch ? std::min(o.batch, report.tokens) : std::min<std::int64_t>(report.tokens, 4096));
+  for (const TraceLayer& tl : trace.layers) report.layers.push_back(replay_layer<Scalar>(o, s, trace, tl));
+  print_report(std::cout, report);
+  if (!o.json.empty()) {
+    std::ofstream f(o.json);
+    if (!f) throw std::runtime_error("cannot write " + o.json);
+    write_json(f, report);
+    if (!f) throw std::runtime_error("failed writing " + o.json);
+  }
+  return o.check && !report.check_passed() ? 1 : 0;
+}
+
+int run(int argc, char** argv) {
+  const Options o = parse(argc, argv);
+  TraceReadOptions ro;
+  ro.layers     = o.layers;
+  ro.max_tokens = o.max_tokens;
+  Trace trace;
+  try {
+    trace = read_trace(o.trace, ro);
+  } catch (const TraceError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 3;
+  }
+  const Shape s = resolve_shape(o, trace);
+  if (o.dtype == "bf16") return replay<bfloat16>(o, trace, s);
+  if (o.dtype == "fp16") return replay<float16>(o, trace, s);
+  return replay<float>(o, trace, s);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Kokkos takes its own --kokkos-* options out of argv first.
+  Kokkos::initialize(argc, argv);
+  int code = 1;
+  try {
+    code = run(argc, argv);
+  } catch (const HelpRequested&) {
+    std::cout << kUsage << preset_names() << kUsageTail;
+    code = 0;
+  } catch (const UsageError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    code = 2;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    code = 1;
+  }
+  Kokkos::finalize();
+  return code;
+}
