@@ -7,6 +7,37 @@
 #define KMOE_CAT(a, b) KMOE_CAT_(a, b)
 #define EXPERTMLP_SUITE KMOE_CAT(ExpertMLP_, TEST_CATEGORY)
 
+namespace KokkosMoE {
+namespace Test {
+// c += a b^T through the fragment, from global memory via scratch tiles. (A
+// free function: CUDA lambdas cannot live in a test body, a private member.)
+template <class Space, class View>
+void fragment_mma(const View& a, const View& b, const View& c) {
+  using frag   = Impl::Fragment<Space, float>;
+  using policy = Kokkos::TeamPolicy<Space>;
+  const int M = frag::tile_m, N = frag::tile_n, K = frag::tile_k;
+  const std::size_t bytes =
+      frag::tile::shmem_size(M, K) + frag::tile::shmem_size(N, K) + frag::tile::shmem_size(M, N);
+  Kokkos::parallel_for(
+      policy(1, frag::team_size()).set_scratch_size(0, Kokkos::PerTeam(bytes)),
+      KOKKOS_LAMBDA(const typename policy::member_type& m) {
+        typename frag::tile as(m.team_scratch(0), M, K), bs(m.team_scratch(0), N, K),
+            cs(m.team_scratch(0), M, N);
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, M * K),
+                             [&](int i) { as(i / K, i % K) = a(i / K, i % K); });
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, N * K),
+                             [&](int i) { bs(i / K, i % K) = b(i / K, i % K); });
+        frag::store(m, [&](int r, int n, float) { cs(r, n) = c(r, n); }, cs);
+        m.team_barrier();
+        frag::mma_nt(m, as, bs, cs);
+        m.team_barrier();
+        frag::store(m, [&](int r, int n, float v) { c(r, n) = v; }, cs);
+      });
+  Kokkos::fence();
+}
+}  // namespace Test
+}  // namespace KokkosMoE
+
 namespace {
 using namespace KokkosMoE;
 using namespace KokkosMoE::Test;
@@ -59,23 +90,7 @@ TEST(EXPERTMLP_SUITE, FragmentMultiplyAccumulate) {
   fill_uniform(b, -1, 1, 2);
   fill_uniform(c, -1, 1, 3);
   const auto a0 = to_double(a), b0 = to_double(b), c0 = to_double(c);
-  using policy = Kokkos::TeamPolicy<Space>;
-  const std::size_t bytes = 2 * frag::tile::shmem_size(M, K) + frag::tile::shmem_size(M, N);
-  Kokkos::parallel_for(
-      policy(1, frag::team_size()).set_scratch_size(0, Kokkos::PerTeam(bytes)),
-      KOKKOS_LAMBDA(const typename policy::member_type& m) {
-        typename frag::tile as(m.team_scratch(0), M, K), bs(m.team_scratch(0), N, K),
-            cs(m.team_scratch(0), M, N);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, M * K), [&](int i) {
-          as(i / K, i % K) = a(i / K, i % K);
-          bs(i / K, i % K) = b(i / K, i % K);
-        });
-        frag::store(m, [&](int r, int n, float) { cs(r, n) = c(r, n); }, cs);
-        m.team_barrier();
-        frag::mma_nt(m, as, bs, cs);
-        m.team_barrier();
-        frag::store(m, [&](int r, int n, float v) { c(r, n) = v; }, cs);
-      });
+  fragment_mma<Space>(a, b, c);
   const auto got = to_double(c);
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {
