@@ -133,7 +133,9 @@ TEST(TraceFile, ReadFirstMaxTokens) {
 TEST(TraceFile, AcceptsFixedLengthStringsAndNarrowIntegers) {
   ScratchDir dir;
   const std::string path = dir.path("raw.h5");
-  for (hid_t type : {H5T_STD_I32LE, H5T_STD_U8LE, H5T_STD_I16BE, H5T_STD_U64LE}) {
+  // A named array: nvcc cannot parse these macros in a braced range-for.
+  const hid_t types[] = {H5T_STD_I32LE, H5T_STD_U8LE, H5T_STD_I16BE, H5T_STD_U64LE};
+  for (hid_t type : types) {
     RawTrace r = valid_raw_trace();
     r.fixed_length_strings = true;
     r.int_attr_type = type;

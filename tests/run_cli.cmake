@@ -1,5 +1,5 @@
-# Runs kokkos-moe-trace with ARGS (a |-separated list) and checks its exit code and that
-# stdout+stderr match EXPECT_REGEX. Used by the TraceCli.* tests.
+# Runs a driver (EXE) with ARGS (a |-separated list) and checks its exit code and that
+# stdout+stderr match EXPECT_REGEX. Used by the driver command-line tests.
 string(REPLACE "|" ";" ARGS "${ARGS}")
 execute_process(COMMAND ${EXE} ${ARGS}
   RESULT_VARIABLE code OUTPUT_VARIABLE out ERROR_VARIABLE err)
