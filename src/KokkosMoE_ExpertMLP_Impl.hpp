@@ -46,18 +46,15 @@ struct ExpertTileKernel {
     return true;
   }
 
-  // Loads a [rows x BK] tile, zero-padded outside (rows, cols), widened to float.
+  // Loads an operand tile [extent(0) x BK], zero outside (rows, cols), widened to float.
   template <class Load>
   KOKKOS_INLINE_FUNCTION static void load(const member& m, const tile& t, int rows, int cols,
                                           const Load& at) {
-    const int width = t.extent_int(1);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, t.extent_int(0) * width), [&](int i) {
-      const int r = i / width, c = i % width;
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, t.extent_int(0) * BK), [&](int i) {
+      const int r = i / BK, c = i % BK;
       t(r, c)     = (r < rows && c < cols) ? to_float(at(r, c)) : 0.0f;
     });
   }
-
-  static std::size_t tile_bytes(int rows, int cols) { return tile::shmem_size(rows, cols); }
 
   policy make_policy(const ExecutionSpace& exec, std::int64_t tiles, std::size_t scratch) const {
     return policy(exec, int(tiles * column_blocks), frag::team_size())
@@ -72,6 +69,7 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
   using base = ExpertTileKernel<ExecutionSpace, Scalar>;
   using typename base::member;
   using typename base::tile;
+  using typename base::frag;
   using base::BM;
   using base::BN;
   using base::BK;
@@ -83,7 +81,8 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
   Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h;              // [T*k, F]
 
   static std::size_t scratch_bytes() {
-    return base::tile_bytes(BM, BK) + 2 * base::tile_bytes(BN, BK) + 2 * base::tile_bytes(BM, BN);
+    return frag::operand_bytes(BM) + 2 * frag::operand_bytes(BN) +
+           2 * frag::accumulator_bytes();
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member& m) const {
@@ -91,11 +90,10 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
     if (!this->work(m, w)) return;
     const int H = int(x.extent(1)), F = int(gate.extent(1));
     const int cols = F - w.first_col < BN ? F - w.first_col : BN;
-    tile xs(m.team_scratch(0), BM, BK), gs(m.team_scratch(0), BN, BK),
-        us(m.team_scratch(0), BN, BK), g(m.team_scratch(0), BM, BN),
-        u(m.team_scratch(0), BM, BN);
-    base::frag::zero(m, g);
-    base::frag::zero(m, u);
+    const tile xs = frag::operand(m, BM), gs = frag::operand(m, BN), us = frag::operand(m, BN);
+    const tile g = frag::accumulator(m), u = frag::accumulator(m);
+    frag::zero(m, g);
+    frag::zero(m, u);
     const auto& plan = this->plan;
     const int kk     = this->k;
     for (int k0 = 0; k0 < H; k0 += BK) {
@@ -109,9 +107,9 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
       base::load(m, us, cols, depth,
                  [&](int n, int c) { return up(w.expert, w.first_col + n, k0 + c); });
       m.team_barrier();
-      base::frag::mma_nt(m, xs, gs, g, us, u);
+      frag::mma_nt(m, xs, gs, g, us, u);
     }
-    base::frag::store(
+    frag::store(
         m,
         [&](int r, int n, float gv, float uv) {
           if (r < w.rows && n < cols)
@@ -128,6 +126,7 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
   using base = ExpertTileKernel<ExecutionSpace, Scalar>;
   using typename base::member;
   using typename base::tile;
+  using typename base::frag;
   using base::BM;
   using base::BN;
   using base::BK;
@@ -139,7 +138,8 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y;               // [T*k, H]
 
   static std::size_t scratch_bytes() {
-    return base::tile_bytes(BM, BK) + base::tile_bytes(BN, BK) + base::tile_bytes(BM, BN);
+    return frag::operand_bytes(BM) + frag::operand_bytes(BN) +
+           frag::accumulator_bytes();
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member& m) const {
@@ -147,9 +147,8 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
     if (!this->work(m, w)) return;
     const int F = int(h.extent(1)), H = int(down.extent(1));
     const int cols = H - w.first_col < BN ? H - w.first_col : BN;
-    tile hs(m.team_scratch(0), BM, BK), ds(m.team_scratch(0), BN, BK),
-        acc(m.team_scratch(0), BM, BN);
-    base::frag::zero(m, acc);
+    const tile hs = frag::operand(m, BM), ds = frag::operand(m, BN), acc = frag::accumulator(m);
+    frag::zero(m, acc);
     for (int k0 = 0; k0 < F; k0 += BK) {
       const int depth = F - k0 < BK ? F - k0 : BK;
       m.team_barrier();
@@ -157,11 +156,11 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
       base::load(m, ds, cols, depth,
                  [&](int n, int c) { return down(w.expert, w.first_col + n, k0 + c); });
       m.team_barrier();
-      base::frag::mma_nt(m, hs, ds, acc);
+      frag::mma_nt(m, hs, ds, acc);
     }
     const auto& plan = this->plan;
     const int kk     = this->k;
-    base::frag::store(
+    frag::store(
         m,
         [&](int r, int n, float v) {
           if (r < w.rows && n < cols) {

@@ -18,11 +18,27 @@ struct PortableFragment {
                             Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
 
   // Rows of tokens, columns of outputs and depth per scratch tile. 32^3 keeps
-  // the five tiles of the fused gate/up kernel (20 KiB) under Kokkos 3.4's
+  // the five tiles of the fused gate/up kernel (~21 KiB) under Kokkos 3.4's
   // 40 KiB level-0 cap on CUDA.
   static constexpr int tile_m = 32;
   static constexpr int tile_n = 32;
   static constexpr int tile_k = 32;
+
+  // Operand tiles hold [rows][tile_k] with one column of padding: with 32
+  // floats per row, every row would start in the same shared-memory bank on
+  // GPUs and a warp reading one column would serialise 32-fold.
+  static constexpr int operand_stride = tile_k + 1;
+
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION static tile operand(const Member& member, int rows) {
+    return tile(member.team_scratch(0), rows, operand_stride);
+  }
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION static tile accumulator(const Member& member) {
+    return tile(member.team_scratch(0), tile_m, tile_n);
+  }
+  static std::size_t operand_bytes(int rows) { return tile::shmem_size(rows, operand_stride); }
+  static std::size_t accumulator_bytes() { return tile::shmem_size(tile_m, tile_n); }
 
   static int team_size() {
     return Kokkos::SpaceAccessibility<Kokkos::HostSpace,

@@ -16,13 +16,12 @@ void fragment_mma(const View& a, const View& b, const View& c) {
   using frag   = Impl::Fragment<Space, float>;
   using policy = Kokkos::TeamPolicy<Space>;
   const int M = frag::tile_m, N = frag::tile_n, K = frag::tile_k;
-  const std::size_t bytes =
-      frag::tile::shmem_size(M, K) + frag::tile::shmem_size(N, K) + frag::tile::shmem_size(M, N);
+  const std::size_t bytes = frag::operand_bytes(M) + frag::operand_bytes(N) + frag::accumulator_bytes();
   Kokkos::parallel_for(
       policy(1, frag::team_size()).set_scratch_size(0, Kokkos::PerTeam(bytes)),
       KOKKOS_LAMBDA(const typename policy::member_type& m) {
-        typename frag::tile as(m.team_scratch(0), M, K), bs(m.team_scratch(0), N, K),
-            cs(m.team_scratch(0), M, N);
+        const typename frag::tile as = frag::operand(m, M), bs = frag::operand(m, N),
+                                  cs = frag::accumulator(m);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(m, M * K),
                              [&](int i) { as(i / K, i % K) = a(i / K, i % K); });
         Kokkos::parallel_for(Kokkos::TeamThreadRange(m, N * K),
