@@ -3,6 +3,7 @@
 // backends the shapes are divided (H/16, F/16) to keep runs short.
 #include <KokkosMoE/KokkosMoE_Layer.hpp>
 #include <KokkosMoE/KokkosMoE_TraceSynth.hpp>
+#include <KokkosMoE/KokkosMoE_Unfused.hpp>
 
 #include "ModelPresets.hpp"
 #include "ReplayReport.hpp"
@@ -31,6 +32,7 @@ struct Bench {
   typename layer_type::weights_view rw;
   Traffic traffic;
   std::unique_ptr<layer_type> layer;
+  std::unique_ptr<UnfusedExperts<Space, Scalar>> unfused;  // the KokkosBlas baseline
 
   Bench(const Preset& p, std::int64_t tokens, double zipf) {
     shape = Shape{p.experts, p.top_k, on_host ? p.hidden / 16 : p.hidden, on_host ? p.ffn / 16 : p.ffn,
@@ -69,6 +71,7 @@ struct Bench {
     traffic = count_traffic(shape, sizeof(Scalar), hid, tokens);
     layer   = std::make_unique<layer_type>(config, w);
     layer->forward(x, ids, rw, out, tokens);  // plan for the per-stage runs
+    unfused = std::make_unique<UnfusedExperts<Space, Scalar>>(config, w);
   }
 };
 
@@ -114,6 +117,8 @@ void register_all() {
           [tokens](Bench<bfloat16>& b) { b.layer->down_combine(b.rw, b.out, tokens); });
       reg("forward", total_stage,
           [tokens](Bench<bfloat16>& b) { b.layer->forward(b.x, b.ids, b.rw, b.out, tokens); });
+      reg("unfused_forward", total_stage,
+          [tokens](Bench<bfloat16>& b) { b.unfused->forward(b.x, b.ids, b.rw, b.out, tokens); });
     }
   }
 }

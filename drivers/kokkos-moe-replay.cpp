@@ -202,6 +202,7 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
     }
     Kokkos::deep_copy(ids, hid);
     Kokkos::deep_copy(rw, hw);
+    layer.check_routing(ids, rw, n);
     fill_hashed(x, seed + 4 + std::uint64_t(t0), 1.0f);
     const Traffic traffic = count_traffic(s, sizeof(Scalar), hid, n);
 

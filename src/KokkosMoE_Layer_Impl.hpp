@@ -213,6 +213,40 @@ void Layer<ExecutionSpace, Scalar>::forward(const const_tokens_view& x, const co
 }
 
 template <class ExecutionSpace, class Scalar>
+void Layer<ExecutionSpace, Scalar>::check_routing(const const_ids_view& ids,
+                                                  const const_weights_view& routing_weights,
+                                                  std::int64_t num_tokens) const {
+  check_tokens(num_tokens, std::int64_t(ids.extent(0)), "ids");
+  check_tokens(num_tokens, std::int64_t(routing_weights.extent(0)), "routing weights");
+  check_width(ids, config_.top_k, "ids");
+  check_width(routing_weights, config_.top_k, "routing weights");
+  std::int64_t first = 0;
+  Kokkos::parallel_reduce("KokkosMoE::check_routing",
+                          Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
+                              exec_, 0, num_tokens),
+                          Impl::FirstBadRouting<ExecutionSpace>{ids, routing_weights,
+                                                                config_.num_experts},
+                          Kokkos::Min<std::int64_t>(first));
+  exec_.fence();
+  if (first >= num_tokens) return;  // Min's identity is the largest value
+  // Describe the offending row from a host copy of it.
+  const int k = config_.top_k;
+  auto row_ids = Kokkos::create_mirror_view_and_copy(
+      Kokkos::HostSpace(), Kokkos::subview(ids, first, Kokkos::ALL()));
+  auto row_w = Kokkos::create_mirror_view_and_copy(
+      Kokkos::HostSpace(), Kokkos::subview(routing_weights, first, Kokkos::ALL()));
+  std::string ids_text, w_text;
+  for (int j = 0; j < k; ++j) {
+    ids_text += (j ? ", " : "") + std::to_string(row_ids(j));
+    w_text += (j ? ", " : "") + std::to_string(row_w(j));
+  }
+  throw std::invalid_argument("KokkosMoE::Layer: routing of token " + std::to_string(first) +
+                              " is invalid (ids must be distinct in [0, " +
+                              std::to_string(config_.num_experts) +
+                              "), weights finite): ids [" + ids_text + "], weights [" + w_text + "]");
+}
+
+template <class ExecutionSpace, class Scalar>
 int Layer<ExecutionSpace, Scalar>::invalid_ids() const {
   int n = 0;
   Kokkos::deep_copy(exec_, n, plan_.invalid_ids);

@@ -131,6 +131,27 @@ struct SigmoidGroupTopK : RoutingViews<ExecutionSpace> {
   }
 };
 
+// The first token whose routing row is malformed (min-reduction).
+template <class ExecutionSpace>
+struct FirstBadRouting {
+  using memory_space = typename ExecutionSpace::memory_space;
+  Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, memory_space> ids;
+  Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> weights;
+  int experts;
+
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t t, std::int64_t& first) const {
+    const int k = int(ids.extent(1));
+    bool bad    = false;
+    for (int j = 0; j < k; ++j) {
+      const int e   = ids(t, j);
+      const float w = weights(t, j);
+      bad = bad || e < 0 || e >= experts || !(w - w == 0.0f);  // w - w is NaN for inf and NaN
+      for (int i = 0; i < j; ++i) bad = bad || ids(t, i) == e;
+    }
+    if (bad && t < first) first = t;
+  }
+};
+
 // Router input in float for the BLAS projection (16-bit storage types).
 template <class ExecutionSpace, class Scalar>
 struct ConvertToFloat {

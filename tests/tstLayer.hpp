@@ -1,6 +1,8 @@
 // The whole layer (forward) against the float64 reference.
 #include "TestUtils.hpp"
 
+#include <KokkosMoE/KokkosMoE_Unfused.hpp>
+
 #define KMOE_CAT_(a, b) a##b
 #define KMOE_CAT(a, b) KMOE_CAT_(a, b)
 #define LAYER_SUITE KMOE_CAT(Layer_, TEST_CATEGORY)
@@ -71,6 +73,46 @@ TYPED_TEST(LAYER_SUITE, BuffersAreReusedAcrossBatchSizes) {
   }
 }
 
+// The unfused KokkosBlas baseline computes the same layer.
+TYPED_TEST(LAYER_SUITE, UnfusedBaselineMatchesReference) {
+  using Scalar = TypeParam;
+  for (const Case& c : {cases[0], cases[2], cases[3], cases[4], cases[8]}) {
+    SCOPED_TRACE(c.name);
+    Problem<Space, Scalar> p(c.E, c.k, c.H, c.F, c.T);
+    p.set_routing(random_routing(c.T, c.k, first_experts(c.experts_used), 4));
+    UnfusedExperts<Space, Scalar> unfused(p.config, p.weights);
+    unfused.forward(p.x, p.ids, p.routing_weights, p.out, c.T);
+    EXPECT_LT(p.error(c.T), reference_tolerance<Scalar>());
+  }
+}
+
+// Outermost regions only: the stages' own kernels may open nested ones.
+std::vector<std::string>& pushed_regions() {
+  static std::vector<std::string> names;
+  return names;
+}
+int& region_depth() {
+  static int depth = 0;
+  return depth;
+}
+
+// Kokkos Tools (and Nsight, through them) see one region per stage.
+TEST(LAYER_SUITE, StagesRunInNamedProfilingRegions) {
+  Problem<Space, float> p(8, 2, 16, 24, 10, RoutingMode::softmax_topk);
+  Layer<Space, float> layer(p.config, p.weights);
+  pushed_regions().clear();
+  Kokkos::Tools::Experimental::set_push_region_callback([](const char* name) {
+    if (region_depth()++ == 0) pushed_regions().push_back(name);
+  });
+  Kokkos::Tools::Experimental::set_pop_region_callback([] { --region_depth(); });
+  layer.forward(p.x, p.out, 10);
+  Kokkos::Tools::Experimental::set_push_region_callback(nullptr);
+  Kokkos::Tools::Experimental::set_pop_region_callback(nullptr);
+  const std::vector<std::string> want = {"KokkosMoE::route", "KokkosMoE::dispatch",
+                                         "KokkosMoE::gate_up", "KokkosMoE::down_combine"};
+  EXPECT_EQ(pushed_regions(), want);
+}
+
 TEST(LAYER_SUITE, InvalidIdsAreCountedAndContributeNothing) {
   Problem<Space, float> p(8, 2, 32, 40, 10);
   auto r = random_routing(10, 2, first_experts(8), 5);
@@ -82,6 +124,37 @@ TEST(LAYER_SUITE, InvalidIdsAreCountedAndContributeNothing) {
   layer.forward(p.x, p.ids, p.routing_weights, p.out, 10);
   EXPECT_EQ(layer.invalid_ids(), 3);
   EXPECT_LT(p.error(10), reference_tolerance<float>());
+}
+
+TEST(LAYER_SUITE, CheckRoutingNamesTheFirstBadToken) {
+  Problem<Space, float> p(8, 3, 16, 16, 12);
+  Layer<Space, float> layer(p.config, p.weights);
+  const auto good = random_routing(12, 3, first_experts(8), 21);
+  p.set_routing(good);
+  EXPECT_NO_THROW(layer.check_routing(p.ids, p.routing_weights, 12));
+  struct Bad {
+    int token, slot, id;
+    float weight;
+    const char* why;
+  };
+  for (Bad b : {Bad{4, 1, 8, 0.5f, "id == E"}, Bad{2, 0, -1, 0.5f, "negative id"},
+                Bad{7, 2, -2, NAN, "NaN weight"}, Bad{9, 0, -2, INFINITY, "inf weight"},
+                Bad{5, 2, -3, 0.5f, "repeated id"}}) {
+    auto r = good;
+    if (b.id >= -1) r.ids[b.token * 3 + b.slot] = b.id;
+    if (b.id == -3) r.ids[b.token * 3 + b.slot] = r.ids[b.token * 3];
+    r.weights[b.token * 3 + b.slot] = b.weight;
+    p.set_routing(r);
+    try {
+      layer.check_routing(p.ids, p.routing_weights, 12);
+      ADD_FAILURE() << "no error for " << b.why;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("token " + std::to_string(b.token)), std::string::npos)
+          << b.why << ": " << e.what();
+    }
+    // Rows past num_tokens are not looked at.
+    EXPECT_NO_THROW(layer.check_routing(p.ids, p.routing_weights, b.token)) << b.why;
+  }
 }
 
 TEST(LAYER_SUITE, BadShapesAreRejected) {

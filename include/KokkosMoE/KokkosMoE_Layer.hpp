@@ -71,6 +71,13 @@ class Layer {
   // [max_tokens * k, F] in sorted order (row p belongs to assignment plan().order(p)).
   Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> activations() const { return h_; }
 
+  // Checks routing before it is given to forward: ids in [0, E) and distinct
+  // within a row, weights finite. Throws std::invalid_argument naming the
+  // first bad token. It reads a result back, so call it outside graph capture;
+  // forward itself skips out-of-range ids (see invalid_ids) and never checks.
+  void check_routing(const const_ids_view& ids, const const_weights_view& routing_weights,
+                     std::int64_t num_tokens) const;
+
   // Number of routing ids outside [0, E) seen by the last dispatch (reads
   // one integer from the device; those assignments contribute nothing).
   int invalid_ids() const;

@@ -45,6 +45,9 @@ struct TraceReadOptions {
   std::vector<int> layers;
   // Read only the first max_tokens tokens of every layer; <= 0 reads all.
   std::int64_t max_tokens = 0;
+  // Read in a child process (POSIX only), so that HDF5 crashing or hanging
+  // on a corrupt file becomes a TraceError; false reads in this process.
+  bool isolate = true;
 };
 
 // Reads and validates a trace; throws TraceError on any violation of the

@@ -3,9 +3,11 @@
 #include <KokkosMoE/KokkosMoE_Trace.hpp>
 
 #include "KokkosMoE_TraceHdf5.hpp"
+#include "KokkosMoE_TraceIsolation.hpp"
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <optional>
@@ -397,6 +399,30 @@ Trace read_trace_impl(const std::string& path, const TraceReadOptions& options) 
   return trace;
 }
 
+// KOKKOSMOE_TRACE_NO_FORK=1 reads in this process even when the options ask
+// for isolation, e.g. to look at an HDF5 crash under a debugger.
+bool isolation_wanted(const TraceReadOptions& options) {
+  const char* no_fork = std::getenv("KOKKOSMOE_TRACE_NO_FORK");
+  const bool disabled = no_fork != nullptr && *no_fork != '\0' && std::string(no_fork) != "0";
+  return options.isolate && !disabled;
+}
+
+// HDF5 1.10 loops forever on some corrupt global heaps; a valid trace reads
+// far faster than a minute plus a second per 8 MiB of file.
+// KOKKOSMOE_TRACE_TIMEOUT=<seconds> sets the limit instead (0: none).
+double read_timeout_s(const Where& w) {
+  if (const char* env = std::getenv("KOKKOSMOE_TRACE_TIMEOUT"); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    const double seconds = std::strtod(env, &end);
+    if (*end != '\0' || !(seconds >= 0))
+      w.fail("KOKKOSMOE_TRACE_TIMEOUT is '" + std::string(env) + "', not a number of seconds");
+    return seconds;
+  }
+  std::error_code ec;
+  const std::uintmax_t bytes = std::filesystem::file_size(w.file, ec);
+  return 60.0 + (ec ? 0.0 : static_cast<double>(bytes) / (8 << 20));
+}
+
 // ------------------------------------------------------------------- writing
 
 void write_int_attribute(hid_t obj, const char* name, std::int64_t value, const Where& w) {
@@ -495,7 +521,9 @@ void write_file(const std::string& target, const Trace& trace, const Where& w) {
 
 Trace read_trace(const std::string& path, const TraceReadOptions& options) {
   try {
-    return read_trace_impl(path, options);
+    const auto read = [&] { return read_trace_impl(path, options); };
+    return isolation_wanted(options) ? Impl::read_isolated(path, read, read_timeout_s(Where{path}))
+                                     : read();
   } catch (const TraceError&) {
     throw;
   } catch (const std::exception& e) {  // e.g. bad_alloc: still one TraceError line
