@@ -12,6 +12,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace KokkosMoE {
 namespace Impl {
@@ -46,13 +47,33 @@ struct ExpertTileKernel {
     return true;
   }
 
-  // Loads an operand tile [extent(0) x BK], zero outside (rows, cols), widened to float.
-  template <class Load>
+  // Loads an operand tile [extent(0) x BK] in the fragment's operand type.
+  // row_at(r) points at the tile's first element of source row r (only
+  // called for r < rows); rows and columns outside (rows, cols) are zero.
+  // Where the fragment keeps the storage type, whole aligned 16-byte chunks
+  // move as one access: the expert weights stream at 16 bytes per thread.
+  template <class RowAt>
   KOKKOS_INLINE_FUNCTION static void load(const member& m, const tile& t, int rows, int cols,
-                                          const Load& at) {
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, t.extent_int(0) * BK), [&](int i) {
-      const int r = i / BK, c = i % BK;
-      t(r, c)     = (r < rows && c < cols) ? to_float(at(r, c)) : 0.0f;
+                                          const RowAt& row_at) {
+    using operand = typename frag::operand_type;
+    constexpr int V =
+        std::is_same<operand, Scalar>::value && (BK * sizeof(Scalar)) % 16 == 0 ? 16 / sizeof(Scalar) : 1;
+    struct alignas(16) Chunk {
+      std::uint32_t word[4];
+    };
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, t.extent_int(0) * (BK / V)), [&](int i) {
+      const int r = i / (BK / V), c = (i % (BK / V)) * V;
+      operand* dst = &t(r, c);
+      if (r >= rows) {
+        for (int v = 0; v < V; ++v) dst[v] = operand(0.0f);
+        return;
+      }
+      const Scalar* src = row_at(r) + c;
+      if (V > 1 && c + V <= cols && (reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(dst)) % 16 == 0) {
+        *reinterpret_cast<Chunk*>(dst) = *reinterpret_cast<const Chunk*>(src);
+        return;
+      }
+      for (int v = 0; v < V; ++v) dst[v] = c + v < cols ? frag::to_operand(src[v]) : operand(0.0f);
     });
   }
 
@@ -91,7 +112,7 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
     const int H = int(x.extent(1)), F = int(gate.extent(1));
     const int cols = F - w.first_col < BN ? F - w.first_col : BN;
     const tile xs = frag::operand(m, BM), gs = frag::operand(m, BN), us = frag::operand(m, BN);
-    const tile g = frag::accumulator(m), u = frag::accumulator(m);
+    typename frag::accumulator_type g = frag::accumulator(m), u = frag::accumulator(m);
     frag::zero(m, g);
     frag::zero(m, u);
     const auto& plan = this->plan;
@@ -99,13 +120,10 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
     for (int k0 = 0; k0 < H; k0 += BK) {
       const int depth = H - k0 < BK ? H - k0 : BK;
       m.team_barrier();
-      base::load(m, xs, w.rows, depth, [&](int r, int c) {
-        return x(plan.order(w.first_row + r) / kk, k0 + c);
-      });
-      base::load(m, gs, cols, depth,
-                 [&](int n, int c) { return gate(w.expert, w.first_col + n, k0 + c); });
-      base::load(m, us, cols, depth,
-                 [&](int n, int c) { return up(w.expert, w.first_col + n, k0 + c); });
+      base::load(m, xs, w.rows, depth,
+                 [&](int r) { return &x(plan.order(w.first_row + r) / kk, k0); });
+      base::load(m, gs, cols, depth, [&](int n) { return &gate(w.expert, w.first_col + n, k0); });
+      base::load(m, us, cols, depth, [&](int n) { return &up(w.expert, w.first_col + n, k0); });
       m.team_barrier();
       frag::mma_nt(m, xs, gs, g, us, u);
     }
@@ -147,14 +165,14 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
     if (!this->work(m, w)) return;
     const int F = int(h.extent(1)), H = int(down.extent(1));
     const int cols = H - w.first_col < BN ? H - w.first_col : BN;
-    const tile hs = frag::operand(m, BM), ds = frag::operand(m, BN), acc = frag::accumulator(m);
+    const tile hs = frag::operand(m, BM), ds = frag::operand(m, BN);
+    typename frag::accumulator_type acc = frag::accumulator(m);
     frag::zero(m, acc);
     for (int k0 = 0; k0 < F; k0 += BK) {
       const int depth = F - k0 < BK ? F - k0 : BK;
       m.team_barrier();
-      base::load(m, hs, w.rows, depth, [&](int r, int c) { return h(w.first_row + r, k0 + c); });
-      base::load(m, ds, cols, depth,
-                 [&](int n, int c) { return down(w.expert, w.first_col + n, k0 + c); });
+      base::load(m, hs, w.rows, depth, [&](int r) { return &h(w.first_row + r, k0); });
+      base::load(m, ds, cols, depth, [&](int n) { return &down(w.expert, w.first_col + n, k0); });
       m.team_barrier();
       frag::mma_nt(m, hs, ds, acc);
     }

@@ -4,6 +4,7 @@
 #ifndef KOKKOSMOE_FRAGMENT_HPP
 #define KOKKOSMOE_FRAGMENT_HPP
 
+#include "KokkosMoE_Cuda_Fragment.hpp"
 #include "KokkosMoE_Host_Fragment.hpp"
 
 namespace KokkosMoE {
@@ -13,6 +14,13 @@ namespace Impl {
 // backend has its own, the portable fragment serves it.
 template <class ExecutionSpace, class Scalar>
 struct Fragment : PortableFragment<ExecutionSpace> {};
+
+#ifdef KOKKOSMOE_ENABLE_CUDA_TENSOR_CORES
+template <>
+struct Fragment<Kokkos::Cuda, bfloat16> : CudaTensorCoreFragment<bfloat16> {};
+template <>
+struct Fragment<Kokkos::Cuda, float16> : CudaTensorCoreFragment<float16> {};
+#endif
 
 }  // namespace Impl
 }  // namespace KokkosMoE

@@ -4,6 +4,8 @@
 #ifndef KOKKOSMOE_HOST_FRAGMENT_HPP
 #define KOKKOSMOE_HOST_FRAGMENT_HPP
 
+#include <KokkosMoE/KokkosMoE_Scalar.hpp>
+
 #include <Kokkos_Core.hpp>
 
 namespace KokkosMoE {
@@ -16,6 +18,8 @@ struct PortableFragment {
   // load, so the inner loop is a float dot product the compiler vectorises.
   using tile = Kokkos::View<float**, Kokkos::LayoutRight, scratch_space,
                             Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using operand_type     = float;
+  using accumulator_type = tile;  // in scratch: each thread owns fixed elements
 
   // Rows of tokens, columns of outputs and depth per scratch tile. 32^3 keeps
   // the five tiles of the fused gate/up kernel (~21 KiB) under Kokkos 3.4's
@@ -28,6 +32,11 @@ struct PortableFragment {
   // floats per row, every row would start in the same shared-memory bank on
   // GPUs and a warp reading one column would serialise 32-fold.
   static constexpr int operand_stride = tile_k + 1;
+
+  template <class Scalar>
+  KOKKOS_INLINE_FUNCTION static float to_operand(Scalar v) {
+    return to_float(v);
+  }
 
   template <class Member>
   KOKKOS_INLINE_FUNCTION static tile operand(const Member& member, int rows) {

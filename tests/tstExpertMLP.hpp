@@ -9,28 +9,31 @@
 
 namespace KokkosMoE {
 namespace Test {
-// c += a b^T through the fragment, from global memory via scratch tiles. (A
-// free function: CUDA lambdas cannot live in a test body, a private member.)
-template <class Space, class View>
+// c += a b^T through the fragment of (Space, Scalar), from global memory via
+// scratch tiles; a and b hold values representable in Scalar. (A free
+// function: CUDA lambdas cannot live in a test body, a private member.)
+template <class Space, class Scalar, class View>
 void fragment_mma(const View& a, const View& b, const View& c) {
-  using frag   = Impl::Fragment<Space, float>;
+  using frag   = Impl::Fragment<Space, Scalar>;
   using policy = Kokkos::TeamPolicy<Space>;
   const int M = frag::tile_m, N = frag::tile_n, K = frag::tile_k;
   const std::size_t bytes = frag::operand_bytes(M) + frag::operand_bytes(N) + frag::accumulator_bytes();
   Kokkos::parallel_for(
       policy(1, frag::team_size()).set_scratch_size(0, Kokkos::PerTeam(bytes)),
       KOKKOS_LAMBDA(const typename policy::member_type& m) {
-        const typename frag::tile as = frag::operand(m, M), bs = frag::operand(m, N),
-                                  cs = frag::accumulator(m);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, M * K),
-                             [&](int i) { as(i / K, i % K) = a(i / K, i % K); });
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, N * K),
-                             [&](int i) { bs(i / K, i % K) = b(i / K, i % K); });
-        frag::store(m, [&](int r, int n, float) { cs(r, n) = c(r, n); }, cs);
+        const typename frag::tile as = frag::operand(m, M), bs = frag::operand(m, N);
+        typename frag::accumulator_type cs = frag::accumulator(m);
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, M * K), [&](int i) {
+          as(i / K, i % K) = frag::to_operand(Scalar(a(i / K, i % K)));
+        });
+        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, N * K), [&](int i) {
+          bs(i / K, i % K) = frag::to_operand(Scalar(b(i / K, i % K)));
+        });
+        frag::zero(m, cs);
         m.team_barrier();
+        frag::mma_nt(m, as, bs, cs);  // twice: accumulation carries over
         frag::mma_nt(m, as, bs, cs);
-        m.team_barrier();
-        frag::store(m, [&](int r, int n, float v) { c(r, n) = v; }, cs);
+        frag::store(m, [&](int r, int n, float v) { c(r, n) += v; }, cs);
       });
   Kokkos::fence();
 }
@@ -79,23 +82,33 @@ TYPED_TEST(EXPERTMLP_SUITE, GateUpActivationsMatchFloat64) {
   EXPECT_LT(worst, reference_tolerance<Scalar>());
 }
 
-// The portable fragment alone: acc += a b^T on one full tile.
-TEST(EXPERTMLP_SUITE, FragmentMultiplyAccumulate) {
-  using frag = Impl::Fragment<Space, float>;
+// The backend's fragment alone: c += 2 a b^T on one full tile.
+TYPED_TEST(EXPERTMLP_SUITE, FragmentMultiplyAccumulate) {
+  using Scalar = TypeParam;
+  using frag   = Impl::Fragment<Space, Scalar>;
   constexpr int M = frag::tile_m, N = frag::tile_n, K = frag::tile_k;
   Kokkos::View<float**, Kokkos::LayoutRight, Space::memory_space> a("a", M, K), b("b", N, K),
       c("c", M, N);
-  fill_uniform(a, -1, 1, 1);
-  fill_uniform(b, -1, 1, 2);
+  // Values exact in every storage type, so only accumulation can differ.
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, Space::memory_space> as("as", M, K), bs("bs", N, K);
+  fill_uniform(as, -1, 1, 1);
+  fill_uniform(bs, -1, 1, 2);
+  const auto a0 = to_double(as), b0 = to_double(bs);
+  auto ha = Kokkos::create_mirror_view(a);
+  auto hb = Kokkos::create_mirror_view(b);
+  for (int i = 0; i < M * K; ++i) ha.data()[i] = float(a0[i]);
+  for (int i = 0; i < N * K; ++i) hb.data()[i] = float(b0[i]);
+  Kokkos::deep_copy(a, ha);
+  Kokkos::deep_copy(b, hb);
   fill_uniform(c, -1, 1, 3);
-  const auto a0 = to_double(a), b0 = to_double(b), c0 = to_double(c);
-  fragment_mma<Space>(a, b, c);
+  const auto c0 = to_double(c);
+  fragment_mma<Space, Scalar>(a, b, c);
   const auto got = to_double(c);
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {
-      double want = c0[i * N + j];
+      double want = 0;
       for (int q = 0; q < K; ++q) want += a0[i * K + q] * b0[j * K + q];
-      EXPECT_NEAR(got[i * N + j], want, 1e-5) << i << "," << j;
+      EXPECT_NEAR(got[i * N + j], c0[i * N + j] + 2 * want, 1e-4) << i << "," << j;
     }
 }
 }  // namespace

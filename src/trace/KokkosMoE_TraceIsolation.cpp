@@ -240,6 +240,17 @@ class ChildProcess {
     const rlimit no_core{0, 0};
     ::setrlimit(RLIMIT_CORE, &no_core);
     for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(sig, SIG_DFL);
+    // The parent reports every failure in one line; the child's own output
+    // (glibc prints "free(): invalid pointer" before aborting on a heap that
+    // HDF5 corrupted) would only add noise to the caller's stdout/stderr.
+    // (A caller that closed its stdout or stderr may have got the pipe there.)
+    if (fd <= STDERR_FILENO) fd = ::fcntl(fd, F_DUPFD, STDERR_FILENO + 1);
+    const int null = ::open("/dev/null", O_WRONLY);
+    if (null >= 0) {
+      ::dup2(null, STDOUT_FILENO);
+      ::dup2(null, STDERR_FILENO);
+      if (null > STDERR_FILENO) ::close(null);
+    }
 
     PipeWriter out(fd);
     std::optional<std::string> error;
