@@ -34,12 +34,19 @@ const Case cases[] = {
     {"off_tile_large", 4, 2, 100, 130, 75, 3},
 };
 
+// A random problem of the case's shape, with its routing set.
+template <class Scalar>
+Problem<Space, Scalar> problem_for(const Case& c, std::uint64_t seed) {
+  Problem<Space, Scalar> p(c.E, c.k, c.H, c.F, c.T);
+  p.set_routing(random_routing(c.T, c.k, first_experts(c.experts_used), seed));
+  return p;
+}
+
 TYPED_TEST(LAYER_SUITE, ExternalRoutingMatchesReference) {
   using Scalar = TypeParam;
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
-    Problem<Space, Scalar> p(c.E, c.k, c.H, c.F, c.T);
-    p.set_routing(random_routing(c.T, c.k, first_experts(c.experts_used), 3));
+    auto p = problem_for<Scalar>(c, 3);
     Layer<Space, Scalar> layer(p.config, p.weights);
     layer.forward(p.x, p.ids, p.routing_weights, p.out, c.T);
     EXPECT_LT(p.error(c.T), reference_tolerance<Scalar>());
@@ -78,8 +85,7 @@ TYPED_TEST(LAYER_SUITE, UnfusedBaselineMatchesReference) {
   using Scalar = TypeParam;
   for (const Case& c : {cases[0], cases[2], cases[3], cases[4], cases[8]}) {
     SCOPED_TRACE(c.name);
-    Problem<Space, Scalar> p(c.E, c.k, c.H, c.F, c.T);
-    p.set_routing(random_routing(c.T, c.k, first_experts(c.experts_used), 4));
+    auto p = problem_for<Scalar>(c, 4);
     UnfusedExperts<Space, Scalar> unfused(p.config, p.weights);
     unfused.forward(p.x, p.ids, p.routing_weights, p.out, c.T);
     EXPECT_LT(p.error(c.T), reference_tolerance<Scalar>());

@@ -51,23 +51,6 @@ Trace small_trace(std::int64_t tokens) {
   return t;
 }
 
-void expect_same_trace(const Trace& a, const Trace& b) {
-  EXPECT_EQ(a.model, b.model);
-  EXPECT_EQ(a.source, b.source);
-  EXPECT_EQ(a.note, b.note);
-  EXPECT_EQ(a.num_experts, b.num_experts);
-  EXPECT_EQ(a.top_k, b.top_k);
-  EXPECT_EQ(a.hidden_size, b.hidden_size);
-  EXPECT_EQ(a.ffn_size, b.ffn_size);
-  EXPECT_EQ(a.num_tokens, b.num_tokens);
-  EXPECT_EQ(a.sequence_id, b.sequence_id);
-  ASSERT_EQ(a.layers.size(), b.layers.size());
-  for (std::size_t i = 0; i < a.layers.size(); ++i) {
-    EXPECT_EQ(a.layers[i].index, b.layers[i].index);
-    EXPECT_EQ(a.layers[i].expert_ids, b.layers[i].expert_ids);
-    EXPECT_EQ(a.layers[i].weights, b.layers[i].weights);
-  }
-}
 
 TraceReadOptions in_process(TraceReadOptions o = {}) {
   o.isolate = false;

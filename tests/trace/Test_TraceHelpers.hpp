@@ -73,6 +73,30 @@ struct RawTrace {
   std::optional<std::vector<std::int32_t>> sequence_id;
 };
 
+// The root attributes of two traces agree.
+inline void expect_same_header(const Trace& a, const Trace& b) {
+  EXPECT_EQ(a.model, b.model);
+  EXPECT_EQ(a.source, b.source);
+  EXPECT_EQ(a.note, b.note);
+  EXPECT_EQ(a.num_experts, b.num_experts);
+  EXPECT_EQ(a.top_k, b.top_k);
+  EXPECT_EQ(a.hidden_size, b.hidden_size);
+  EXPECT_EQ(a.ffn_size, b.ffn_size);
+}
+
+// Two traces agree in every field.
+inline void expect_same_trace(const Trace& a, const Trace& b) {
+  expect_same_header(a, b);
+  EXPECT_EQ(a.num_tokens, b.num_tokens);
+  EXPECT_EQ(a.sequence_id, b.sequence_id);
+  ASSERT_EQ(a.layers.size(), b.layers.size());
+  for (std::size_t i = 0; i < a.layers.size(); ++i) {
+    EXPECT_EQ(a.layers[i].index, b.layers[i].index);
+    EXPECT_EQ(a.layers[i].expert_ids, b.layers[i].expert_ids);
+    EXPECT_EQ(a.layers[i].weights, b.layers[i].weights);
+  }
+}
+
 inline RawLayer raw_layer(int index, std::int64_t tokens = 4, int k = 2) {
   RawLayer l;
   l.name = std::to_string(index);
