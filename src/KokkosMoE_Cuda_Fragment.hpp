@@ -44,7 +44,7 @@ struct CudaTensorCoreFragment {
                             Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using mma_type = typename CudaMmaType<Scalar>::type;
 
-  static constexpr int tile_m = 64, tile_n = 64, tile_k = 32;
+  static constexpr int tile_m = 64, tile_n = 64, tile_k = 64;
   static constexpr int warps_m = 2, warps_n = 2;
   static constexpr int frags_m = tile_m / warps_m / 16, frags_n = tile_n / warps_n / 16;
   // 8 elements (16 bytes) of padding: rows stay 16-byte aligned, as WMMA
@@ -54,6 +54,8 @@ struct CudaTensorCoreFragment {
   static constexpr int alignment = 128;
 
   static int team_size() { return 32 * warps_m * warps_n; }
+  // About 8 resident teams on each of ~132 multiprocessors.
+  static std::int64_t split_k_teams() { return 1024; }
 
   struct accumulator_type {
     nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> f[frags_m][frags_n];

@@ -29,22 +29,44 @@ struct ExpertTileKernel {
 
   DispatchPlan<memory_space> plan;
   int experts;
-  int k;             // routing top-k
-  int column_blocks; // ceil(N / BN)
+  int k;              // routing top-k
+  int column_blocks;  // ceil(N / BN)
+  int splits = 1;     // parts of the K range, each its own team (split-K)
+  int split_depth = 0;  // K per split, a multiple of BK
 
   struct Work {
-    int expert, first_row, rows, first_col;
+    int expert, first_row, rows, first_col, split, k_begin, k_end;
   };
 
-  // False for the surplus teams of the upper-bound launch (see max_tiles).
-  KOKKOS_INLINE_FUNCTION bool work(const member& m, Work& w) const {
-    const int tile = m.league_rank() / column_blocks;
+  // The (tile, column block, K split) of this team; false for the surplus
+  // teams of the upper-bound launch (see max_tiles).
+  KOKKOS_INLINE_FUNCTION bool work(const member& m, Work& w, int depth) const {
+    const int per_tile = column_blocks * splits;
+    const int tile     = m.league_rank() / per_tile;
     if (tile >= plan.tile_offsets(experts)) return false;
+    const int rest = m.league_rank() % per_tile;
     w.expert    = plan.tiles(tile, 0);
     w.first_row = plan.tiles(tile, 1);
     w.rows      = plan.tiles(tile, 2) - w.first_row;
-    w.first_col = (m.league_rank() % column_blocks) * BN;
+    w.first_col = (rest % column_blocks) * BN;
+    w.split     = rest / column_blocks;
+    w.k_begin   = splits > 1 ? w.split * split_depth : 0;
+    w.k_end     = splits > 1 && w.k_begin + split_depth < depth ? w.k_begin + split_depth : depth;
     return true;
+  }
+
+  // Splits K until the launch has about `teams` teams (the decode sizes:
+  // few tiles, long K), within `capacity` rows of partial results.
+  void split_k(std::int64_t tiles, int depth, std::int64_t rows, std::int64_t capacity,
+               std::int64_t teams) {
+    const std::int64_t by_teams = (teams + tiles * column_blocks - 1) / (tiles * column_blocks);
+    const std::int64_t by_depth = (depth + 4 * BK - 1) / (4 * BK);  // at least 4 steps each
+    const std::int64_t by_room  = rows > 0 ? capacity / rows : 1;
+    std::int64_t s = by_teams < by_depth ? by_teams : by_depth;
+    s              = s < by_room ? s : by_room;
+    s              = s < 1 ? 1 : s;
+    split_depth    = int(((depth + s - 1) / s + BK - 1) / BK * BK);
+    splits         = int((depth + split_depth - 1) / split_depth);
   }
 
   // Loads an operand tile [extent(0) x BK] in the fragment's operand type.
@@ -78,7 +100,7 @@ struct ExpertTileKernel {
   }
 
   policy make_policy(const ExecutionSpace& exec, std::int64_t tiles, std::size_t scratch) const {
-    return policy(exec, int(tiles * column_blocks), frag::team_size())
+    return policy(exec, int(tiles * column_blocks * splits), frag::team_size())
         .set_scratch_size(0, Kokkos::PerTeam(scratch));
   }
 };
@@ -108,8 +130,8 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
 
   KOKKOS_INLINE_FUNCTION void operator()(const member& m) const {
     typename base::Work w;
-    if (!this->work(m, w)) return;
     const int H = int(x.extent(1)), F = int(gate.extent(1));
+    if (!this->work(m, w, H)) return;
     const int cols = F - w.first_col < BN ? F - w.first_col : BN;
     const tile xs = frag::operand(m, BM), gs = frag::operand(m, BN), us = frag::operand(m, BN);
     typename frag::accumulator_type g = frag::accumulator(m), u = frag::accumulator(m);
@@ -138,7 +160,8 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
   }
 };
 
-// y[a] = w[a] * (h[p] down[e]^T) for the assignment a at sorted row p.
+// y[s * A + a] = w[a] * (h[p] down[e]^T) over the K part s, for the
+// assignment a at sorted row p (A assignments; one part unless split).
 template <class ExecutionSpace, class Scalar>
 struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
   using base = ExpertTileKernel<ExecutionSpace, Scalar>;
@@ -153,7 +176,8 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
   Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> h;        // [T*k, F]
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> down;    // [E, H, F]
   Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> weights;   // [T, k]
-  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y;               // [T*k, H]
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y;               // [splits * T*k, H]
+  int assignments;                                                          // A = T * k
 
   static std::size_t scratch_bytes() {
     return frag::operand_bytes(BM) + frag::operand_bytes(BN) +
@@ -162,14 +186,14 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
 
   KOKKOS_INLINE_FUNCTION void operator()(const member& m) const {
     typename base::Work w;
-    if (!this->work(m, w)) return;
     const int F = int(h.extent(1)), H = int(down.extent(1));
+    if (!this->work(m, w, F)) return;
     const int cols = H - w.first_col < BN ? H - w.first_col : BN;
     const tile hs = frag::operand(m, BM), ds = frag::operand(m, BN);
     typename frag::accumulator_type acc = frag::accumulator(m);
     frag::zero(m, acc);
-    for (int k0 = 0; k0 < F; k0 += BK) {
-      const int depth = F - k0 < BK ? F - k0 : BK;
+    for (int k0 = w.k_begin; k0 < w.k_end; k0 += BK) {
+      const int depth = w.k_end - k0 < BK ? w.k_end - k0 : BK;
       m.team_barrier();
       base::load(m, hs, w.rows, depth, [&](int r) { return &h(w.first_row + r, k0); });
       base::load(m, ds, cols, depth, [&](int n) { return &down(w.expert, w.first_col + n, k0); });
@@ -183,29 +207,32 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
         [&](int r, int n, float v) {
           if (r < w.rows && n < cols) {
             const int a = plan.order(w.first_row + r);
-            y(a, w.first_col + n) = weights(a / kk, a % kk) * v;
+            y(std::int64_t(w.split) * assignments + a, w.first_col + n) = weights(a / kk, a % kk) * v;
           }
         },
         acc);
   }
 };
 
-// out[t] = sum of the k weighted expert outputs of token t, in slot order so
-// the result does not depend on scheduling.
+// out[t] = sum of the k weighted expert outputs of token t and of their K
+// parts, in a fixed order so the result does not depend on scheduling.
 template <class ExecutionSpace, class Scalar>
 struct CombineKernel {
   using memory_space = typename ExecutionSpace::memory_space;
-  Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> y;   // [T*k, H]
+  Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> y;   // [splits * T*k, H]
   Kokkos::View<const int*, memory_space> slot;                        // [T*k], -1: invalid
   Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> out;      // [T, H]
   int k;
   std::int64_t H;
+  int splits;
+  std::int64_t assignments;
 
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
     const std::int64_t t = i / H, n = i % H;
     float s              = 0;
     for (int j = 0; j < k; ++j)
-      if (slot(t * k + j) >= 0) s += y(t * k + j, n);
+      if (slot(t * k + j) >= 0)
+        for (int part = 0; part < splits; ++part) s += y(part * assignments + t * k + j, n);
     out(t, n) = from_float<Scalar>(s);
   }
 };

@@ -49,6 +49,10 @@ struct PortableFragment {
   static std::size_t operand_bytes(int rows) { return tile::shmem_size(rows, operand_stride); }
   static std::size_t accumulator_bytes() { return tile::shmem_size(tile_m, tile_n); }
 
+  // Teams a launch should have before split-K stops paying: a few per host
+  // thread on host backends, about 8 per multiprocessor on GPUs.
+  static std::int64_t split_k_teams() { return team_size() == 1 ? 64 : 1024; }
+
   static int team_size() {
     return Kokkos::SpaceAccessibility<Kokkos::HostSpace,
                                       typename ExecutionSpace::memory_space>::accessible

@@ -12,6 +12,7 @@
 #include <KokkosBlas3_gemm.hpp>
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -19,6 +20,10 @@
 namespace KokkosMoE {
 
 namespace Impl {
+// Rows of partial results kept for split-K: a batch of A assignments can be
+// split up to split_k_rows / A ways.
+constexpr std::int64_t split_k_rows = 512;
+
 // Opens a profiling region for the lifetime of a stage.
 class StageRegion {
  public:
@@ -63,7 +68,8 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
   }
   plan_ = DispatchPlan<memory_space>::allocate(int(E), T * k, Impl::Fragment<ExecutionSpace, Scalar>::tile_m);
   h_    = decltype(h_)("KokkosMoE::activations", T * k, F);
-  y_    = decltype(y_)("KokkosMoE::expert_outputs", T * k, H);
+  // Spare rows hold the split-K partial sums of small batches.
+  y_ = decltype(y_)("KokkosMoE::expert_outputs", std::max<std::int64_t>(T * k, Impl::split_k_rows), H);
 }
 
 template <class ExecutionSpace, class Scalar>
@@ -186,14 +192,19 @@ void Layer<ExecutionSpace, Scalar>::down_combine(const const_weights_view& routi
   f.down          = weights_.down;
   f.weights       = routing_weights;
   f.y             = y_;
+  f.assignments   = int(assignments);
   const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts, kernel::BM);
+  // Few tokens leave few tiles and a long F: split F so that the launch
+  // still fills the device (partial sums go to spare rows of y).
+  f.split_k(tiles, int(config_.ffn_size), assignments, std::int64_t(y_.extent(0)),
+            Impl::Fragment<ExecutionSpace, Scalar>::split_k_teams());
   Kokkos::parallel_for("KokkosMoE::down", f.make_policy(exec_, tiles, kernel::scratch_bytes()), f);
   Kokkos::parallel_for(
       "KokkosMoE::combine",
       Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
           exec_, 0, num_tokens * config_.hidden_size),
       Impl::CombineKernel<ExecutionSpace, Scalar>{y_, plan_.slot, out, config_.top_k,
-                                                  config_.hidden_size});
+                                                  config_.hidden_size, f.splits, assignments});
 }
 
 template <class ExecutionSpace, class Scalar>

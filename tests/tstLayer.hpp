@@ -32,6 +32,7 @@ const Case cases[] = {
     {"all_on_one_expert", 8, 1, 40, 50, 70, 1}, {"single_expert", 1, 1, 33, 17, 5, 1},
     {"many_experts", 256, 8, 32, 40, 64, 256}, {"k_equals_E", 6, 6, 20, 24, 9, 6},
     {"off_tile_large", 4, 2, 100, 130, 75, 3},
+    {"split_k_decode", 4, 2, 40, 300, 3, 4},  // few tiles, long F: the down projection splits F
 };
 
 // A random problem of the case's shape, with its routing set.

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""Peers of the KokkosMoE layer on the same shapes and routing, in one run.
+
+For each point (trace layer, token count) it measures, on the current CUDA device:
+  - torch_grouped: a torch._grouped_mm layer (sort by expert, gather, one
+    grouped GEMM for gate and up, SiLU times up, grouped GEMM for down, weighted
+    index_add_), captured in a CUDA graph and replayed;
+  - cublas_loop: a per-expert loop of cuBLAS GEMMs (torch.matmul), the routing
+    grouped on the host beforehand (not timed);
+and, once per run, the ceilings: device copy bandwidth (bytes read + written)
+and the bf16 GEMM rate (8192^3, random data). The floor of a point is
+max(bytes that must move / bandwidth, flops / GEMM rate), with bytes = the
+touched experts' weights once + hidden states in and out + routing, and
+flops = 6 * tokens * k * H * F: the same formula as kokkos-moe-replay.
+
+Output: one JSON object on stdout (and --json FILE):
+  {"ceilings": {...}, "points": [{"trace", "layer", "tokens", "model", "E", "k", "H", "F",
+    "bytes", "flops", "floor_ms", "peer_torch_grouped_ms", "peer_cublas_loop_ms", ...}]}
+"""
+import argparse
+import json
+import sys
+
+import h5py
+import torch
+
+PRESETS = {  # E, k, H, F
+    "mixtral-8x7b": (8, 2, 4096, 14336),
+    "qwen2-57b": (64, 8, 3584, 2560),
+    "deepseek-v3": (256, 8, 7168, 2048),
+    "gpt-oss-20b": (32, 4, 2880, 2880),
+}
+
+
+def median_ms(fn, warmup=3, repeat=20):
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeat):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    times.sort()
+    return times[len(times) // 2]
+
+
+def ceilings():
+    n = 1 << 30  # 2 GiB of bf16 each way
+    a = torch.empty(n, dtype=torch.bfloat16, device="cuda")
+    b = torch.empty_like(a)
+    copy_ms = median_ms(lambda: b.copy_(a))
+    bandwidth = 2 * a.numel() * a.element_size() / (copy_ms * 1e-3)
+    del a, b
+    m = 8192
+    x = torch.randn(m, m, dtype=torch.bfloat16, device="cuda")
+    y = torch.randn(m, m, dtype=torch.bfloat16, device="cuda")
+    gemm_ms = median_ms(lambda: x @ y)
+    rate = 2 * m**3 / (gemm_ms * 1e-3)
+    return {"copy_bytes_per_s": bandwidth, "bf16_gemm_flops_per_s": rate}
+
+
+def grouped_layer(x, ids, w, gate_up, down, E):
+    """One MoE expert layer with torch._grouped_mm; no host synchronisation."""
+    T, k = ids.shape
+    flat = ids.reshape(-1)
+    order = torch.argsort(flat, stable=True)
+    counts = torch.zeros(E, dtype=torch.int32, device=x.device).index_add_(
+        0, flat, torch.ones_like(flat, dtype=torch.int32))
+    offs = torch.cumsum(counts, 0, dtype=torch.int32)
+    token = order // k
+    xs = x.index_select(0, token)
+    gu = torch._grouped_mm(xs, gate_up.transpose(1, 2), offs=offs)
+    F = down.shape[2]
+    h = torch.nn.functional.silu(gu[:, :F]) * gu[:, F:]
+    y = torch._grouped_mm(h, down.transpose(1, 2), offs=offs)
+    y = y * w.reshape(-1).index_select(0, order).unsqueeze(1).to(y.dtype)
+    out = torch.zeros_like(x, dtype=torch.float32)
+    out.index_add_(0, token, y.float())
+    return out.to(x.dtype)
+
+
+def cublas_loop(x, groups, w_flat, gate, up, down, out32):
+    out32.zero_()
+    for e, (token, slot_index) in groups:
+        xe = x.index_select(0, token)
+        h = torch.nn.functional.silu(xe @ gate[e].t()) * (xe @ up[e].t())
+        ye = (h @ down[e].t()).float() * w_flat.index_select(0, slot_index).unsqueeze(1)
+        out32.index_add_(0, token, ye)
+    return out32
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("traces", nargs="+")
+    p.add_argument("--tokens", default="1,8,32,128,512,2048,4096")
+    p.add_argument("--layer", type=int, default=None, help="layer index (default: the first)")
+    p.add_argument("--model", default=None)
+    p.add_argument("--repeat", type=int, default=20)
+    p.add_argument("--json", default=None)
+    args = p.parse_args()
+    torch.manual_seed(0)
+    result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+              "ceilings": ceilings(), "points": []}
+    bw = result["ceilings"]["copy_bytes_per_s"]
+    rate = result["ceilings"]["bf16_gemm_flops_per_s"]
+    for path in args.traces:
+        with h5py.File(path, "r") as f:
+            model = args.model or f.attrs["model"]
+            model = model.decode() if isinstance(model, bytes) else str(model)
+            E, k = int(f.attrs["num_experts"]), int(f.attrs["top_k"])
+            H, F = int(f.attrs["hidden_size"]), int(f.attrs["ffn_size"])
+            if (H == 0 or F == 0) and model in PRESETS:
+                H, F = PRESETS[model][2], PRESETS[model][3]
+            layers = sorted(f["layers"].keys(), key=int)
+            layer = str(args.layer) if args.layer is not None else layers[0]
+            all_ids = torch.from_numpy(f["layers"][layer]["expert_ids"][()]).long()
+            all_w = torch.from_numpy(f["layers"][layer]["weights"][()]).float()
+        dev = "cuda"
+        scale = 2.0 / H**0.5
+        gate = ((torch.rand(E, F, H, device=dev) * 2 - 1) * scale).bfloat16()
+        up = ((torch.rand(E, F, H, device=dev) * 2 - 1) * scale).bfloat16()
+        down = ((torch.rand(E, H, F, device=dev) * 2 - 1) * (2.0 / F**0.5)).bfloat16()
+        gate_up = torch.cat([gate, up], dim=1).contiguous()
+        for T in [int(t) for t in args.tokens.split(",")]:
+            if T > all_ids.shape[0]:
+                continue
+            ids = all_ids[:T].to(dev)
+            w = all_w[:T].to(dev)
+            x = (torch.rand(T, H, device=dev) * 2 - 1).bfloat16()
+            touched = int(torch.unique(ids).numel())
+            bytes_ = touched * 3 * H * F * 2 + 2 * T * H * 2 + T * k * 8
+            flops = 6 * T * k * H * F
+            floor_ms = max(bytes_ / bw, flops / rate) * 1e3
+
+            # torch._grouped_mm layer in a CUDA graph.
+            static_out = grouped_layer(x, ids, w, gate_up, down, E)
+            torch.cuda.synchronize()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                static_out = grouped_layer(x, ids, w, gate_up, down, E)
+            grouped_ms = median_ms(graph.replay, repeat=args.repeat)
+
+            # Per-expert cuBLAS loop, routing grouped beforehand.
+            flat = ids.reshape(-1)
+            groups = []
+            for e in torch.unique(flat).tolist():
+                slot_index = torch.nonzero(flat == e).reshape(-1)
+                groups.append((e, (slot_index // k, slot_index)))
+            out32 = torch.zeros(T, H, dtype=torch.float32, device=dev)
+            loop_ms = median_ms(lambda: cublas_loop(x, groups, w.reshape(-1), gate, up, down, out32),
+                                repeat=args.repeat)
+            # Both peers compute the same layer.
+            diff = (static_out.float() - out32).abs().max().item()
+            scale_ = out32.abs().max().item() or 1.0
+            result["points"].append({
+                "trace": path, "layer": int(layer), "model": model, "tokens": T,
+                "E": E, "k": k, "H": H, "F": F, "touched_experts": touched,
+                "bytes": bytes_, "flops": flops, "floor_ms": floor_ms,
+                "peer_torch_grouped_ms": grouped_ms, "peer_cublas_loop_ms": loop_ms,
+                "peers_max_rel_diff": diff / scale_,
+            })
+            print(f"{model:14s} T={T:5d} floor {floor_ms:8.4f} ms  torch_grouped {grouped_ms:8.4f} ms "
+                  f"({floor_ms / grouped_ms:5.1%})  cublas_loop {loop_ms:8.4f} ms "
+                  f"({floor_ms / loop_ms:5.1%})  peers agree to {diff / scale_:.1e}", file=sys.stderr)
+            del graph
+        del gate, up, down, gate_up
+        torch.cuda.empty_cache()
+    text = json.dumps(result, indent=1)
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Merges one GPU run into benchmarks/results/h200.json and its table.
+
+  merge.py PEERS.json REPLAY_DIR --routing-of NAME=ROUTING... --date D --commit C --command CMD
+
+PEERS.json is benchmarks/peers/moe_peers.py's output; REPLAY_DIR holds the
+kokkos-moe-replay --json files of the same run, named <trace>-t<tokens>.json.
+Each record pairs our time with the floor (from the ceilings measured in the
+same run, with the same byte and flop counts) and both peers' times.
+Records with the same (model, tokens, routing) are replaced.
+"""
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load(path, default):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return default
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("peers")
+    p.add_argument("replay_dir")
+    p.add_argument("--routing-of", action="append", default=[],
+                   help="TRACE_STEM=ROUTING (e.g. mixtral-uniform-4096=uniform)")
+    p.add_argument("--date", required=True)
+    p.add_argument("--commit", required=True)
+    p.add_argument("--command", required=True)
+    p.add_argument("--out", default=os.path.join(HERE, "h200.json"))
+    args = p.parse_args()
+    routing_of = dict(r.split("=", 1) for r in args.routing_of)
+    peers = load(args.peers, None)
+    records = load(args.out, [])
+    index = {(r["model"], r["tokens"], r["routing"]): i for i, r in enumerate(records)}
+    for pt in peers["points"]:
+        stem = os.path.splitext(os.path.basename(pt["trace"]))[0]
+        ours = load(os.path.join(args.replay_dir, f"{stem}-t{pt['tokens']}.json"), None)
+        if ours is None:
+            print(f"no replay result for {stem} T={pt['tokens']}", file=sys.stderr)
+            continue
+        layer = next(l for l in ours["layers"] if l["layer"] == pt["layer"])
+        total = layer["stages"]["total"]
+        if abs(total["bytes"] - pt["bytes"]) > 1e-6 * pt["bytes"] or abs(total["flops"] - pt["flops"]) > 1e-6 * max(pt["flops"], 1):
+            sys.exit(f"{stem} T={pt['tokens']}: driver and peers count different work")
+        rec = {
+            "model": pt["model"], "tokens": pt["tokens"], "routing": routing_of.get(stem, stem),
+            "time_ms": total["median_ms"], "floor_ms": pt["floor_ms"],
+            "fraction_of_floor": pt["floor_ms"] / total["median_ms"],
+            "peer_torch_grouped_ms": pt["peer_torch_grouped_ms"],
+            "peer_cublas_loop_ms": pt["peer_cublas_loop_ms"],
+            "max_rel_err": layer["check"]["max_rel_err"],
+            "stages_ms": {s: v["median_ms"] for s, v in layer["stages"].items()},
+            "ceilings": peers["ceilings"],
+            "date": args.date, "command": args.command, "commit": args.commit,
+        }
+        key = (rec["model"], rec["tokens"], rec["routing"])
+        if key in index:
+            records[index[key]] = rec
+        else:
+            index[key] = len(records)
+            records.append(rec)
+    records.sort(key=lambda r: (r["model"], r["routing"], r["tokens"]))
+    with open(args.out, "w") as f:
+        json.dump(records, f, indent=1)
+        f.write("\n")
+    lines = ["| model | routing | tokens | ours (ms) | floor (ms) | fraction of floor | torch._grouped_mm (ms) | cuBLAS loop (ms) | max rel. err |",
+             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for r in records:
+        lines.append(f"| {r['model']} | {r['routing']} | {r['tokens']} | {r['time_ms']:.3f} | {r['floor_ms']:.3f} | "
+                     f"{r['fraction_of_floor']:.2f} | {r['peer_torch_grouped_ms']:.3f} | {r['peer_cublas_loop_ms']:.3f} | "
+                     f"{r['max_rel_err']:.1e} |")
+    with open(os.path.join(HERE, "table.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
