@@ -14,9 +14,11 @@ cublas=$( (ldconfig -p | awk '/libcublas\.so\.13/ {print $NF}'; ls /usr/local/cu
 export LD_LIBRARY_PATH="$bundle/lib:${cublas:+$(dirname "$cublas"):}${LD_LIBRARY_PATH:-}"
 for trace in "$bundle"/traces/*$pattern*.h5; do
   name=$(basename "$trace" .h5)
+  # The first MoE layer of the trace, as the peer benchmark takes.
+  layer=$("$bundle/bin/kokkos-moe-trace" info "$trace" | awk '/^ *layer +tokens/ {getline; print $1; exit}')
   for t in $tokens; do
     json="$out/$name-t$t.json"
-    "$bundle/bin/kokkos-moe-replay" "$trace" --max-tokens "$t" \
+    "$bundle/bin/kokkos-moe-replay" "$trace" --layers "$layer" --max-tokens "$t" \
       --tokens "$t" --check --json "$json" "$@" >"$out/$name-t$t.log" 2>&1
     rc=$?
     python3 - "$json" "$rc" "$name" "$t" <<'PY'
