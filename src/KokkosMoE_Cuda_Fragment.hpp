@@ -87,7 +87,9 @@ struct CudaTensorCoreFragment {
   template <class Member>
   KOKKOS_INLINE_FUNCTION static void zero(const Member&, accumulator_type& acc) {
 #ifdef __CUDA_ARCH__
+#pragma unroll
     for (int i = 0; i < frags_m; ++i)
+#pragma unroll
       for (int j = 0; j < frags_n; ++j) nvcuda::wmma::fill_fragment(acc.f[i][j], 0.0f);
 #else
     (void)acc;
@@ -103,8 +105,10 @@ struct CudaTensorCoreFragment {
     const int warp = member.team_rank() / 32;
     const int row0 = (warp / warps_n) * (tile_m / warps_m);
     const mma_type* pa = reinterpret_cast<const mma_type*>(a.data());
+#pragma unroll
     for (int kk = 0; kk < tile_k; kk += 16) {
       wmma::fragment<wmma::matrix_a, 16, 16, 16, mma_type, wmma::row_major> fa[frags_m];
+#pragma unroll
       for (int i = 0; i < frags_m; ++i)
         wmma::load_matrix_sync(fa[i], pa + (row0 + i * 16) * operand_stride + kk, operand_stride);
       multiply(warp, kk, fa, b_acc...);
@@ -122,7 +126,9 @@ struct CudaTensorCoreFragment {
     const int warp = member.team_rank() / 32, lane = member.team_rank() % 32;
     const int row0 = (warp / warps_n) * (tile_m / warps_m);
     const int col0 = (warp % warps_n) * (tile_n / warps_n);
+#pragma unroll
     for (int i = 0; i < frags_m; ++i)
+#pragma unroll
       for (int j = 0; j < frags_n; ++j) {
         (wmma::store_matrix_sync(acc.staging + warp * 256, acc.f[i][j], 16, wmma::mem_row_major),
          ...);
@@ -147,10 +153,12 @@ struct CudaTensorCoreFragment {
     using namespace nvcuda;
     const int col0     = (warp % warps_n) * (tile_n / warps_n);
     const mma_type* pb = reinterpret_cast<const mma_type*>(b.data());
+#pragma unroll
     for (int j = 0; j < frags_n; ++j) {
       // b holds [n][k] rows: read as a column-major K x N matrix.
       wmma::fragment<wmma::matrix_b, 16, 16, 16, mma_type, wmma::col_major> fb;
       wmma::load_matrix_sync(fb, pb + (col0 + j * 16) * operand_stride + kk, operand_stride);
+#pragma unroll
       for (int i = 0; i < frags_m; ++i) wmma::mma_sync(acc.f[i][j], fa[i], fb, acc.f[i][j]);
     }
     multiply(warp, kk, fa, rest...);
