@@ -1,0 +1,158 @@
+! Fortran interface of KokkosMoE: iso_c_binding declarations of the C API
+! (include/KokkosMoE/kokkos_moe.h) and a small wrapper type, kmoe_layer_t.
+!
+! Arrays are host arrays. A C row-major [T, H] array is a Fortran array
+! x(H, T): declare hidden states and outputs as x(H, T), gate and up as
+! gate(H, F, E), down as down(F, H, E), the router as router(H, E), routing
+! ids and weights as ids(k, T), weights(k, T). Expert ids are 0-based.
+! 16-bit storage (KMOE_FP16, KMOE_BF16) is passed as integer(c_int16_t) bit
+! patterns; KMOE_FP32 as real(c_float).
+module kokkos_moe
+  use, intrinsic :: iso_c_binding
+  implicit none
+  private
+
+  ! kmoe_status
+  integer(c_int), parameter, public :: KMOE_SUCCESS = 0, KMOE_ERROR_INVALID_ARGUMENT = 1, &
+    KMOE_ERROR_NOT_INITIALIZED = 2, KMOE_ERROR_OUT_OF_MEMORY = 3, KMOE_ERROR_STATE = 4, &
+    KMOE_ERROR_INTERNAL = 5
+  ! kmoe_dtype
+  integer(c_int32_t), parameter, public :: KMOE_FP32 = 0, KMOE_FP16 = 1, KMOE_BF16 = 2
+  ! kmoe_routing
+  integer(c_int32_t), parameter, public :: KMOE_ROUTING_SOFTMAX_TOPK = 0, &
+    KMOE_ROUTING_SIGMOID_GROUP_TOPK = 1, KMOE_ROUTING_EXTERNAL = 2
+
+  ! struct kmoe_config
+  type, bind(c), public :: kmoe_config
+    integer(c_int32_t) :: num_experts, top_k
+    integer(c_int64_t) :: hidden_size, ffn_size, max_tokens
+    integer(c_int32_t) :: routing, renormalize, n_group, topk_group
+    real(c_float) :: routed_scaling
+    integer(c_int32_t) :: dtype
+  end type kmoe_config
+
+  public :: kmoe_config_init, kmoe_initialize, kmoe_finalize, kmoe_layer_create, &
+    kmoe_layer_destroy, kmoe_forward, kmoe_forward_routed, kmoe_error_message
+
+  interface
+    subroutine kmoe_config_init(config) bind(c, name="kmoe_config_init")
+      import :: kmoe_config
+      type(kmoe_config), intent(out) :: config
+    end subroutine
+    function kmoe_initialize(argc, argv) bind(c, name="kmoe_initialize") result(status)
+      import :: c_int, c_ptr
+      integer(c_int), value :: argc
+      type(c_ptr), value :: argv
+      integer(c_int) :: status
+    end function
+    function kmoe_finalize() bind(c, name="kmoe_finalize") result(status)
+      import :: c_int
+      integer(c_int) :: status
+    end function
+    function kmoe_layer_create(config, router, bias, gate, up, down, layer) &
+        bind(c, name="kmoe_layer_create") result(status)
+      import :: c_int, c_ptr, kmoe_config
+      type(kmoe_config), intent(in) :: config
+      type(c_ptr), value :: router, bias, gate, up, down
+      type(c_ptr), intent(out) :: layer
+      integer(c_int) :: status
+    end function
+    subroutine kmoe_layer_destroy(layer) bind(c, name="kmoe_layer_destroy")
+      import :: c_ptr
+      type(c_ptr), value :: layer
+    end subroutine
+    function kmoe_forward(layer, x, out, num_tokens) bind(c, name="kmoe_forward") result(status)
+      import :: c_int, c_ptr, c_int64_t
+      type(c_ptr), value :: layer, x, out
+      integer(c_int64_t), value :: num_tokens
+      integer(c_int) :: status
+    end function
+    function kmoe_forward_routed(layer, x, ids, weights, out, num_tokens) &
+        bind(c, name="kmoe_forward_routed") result(status)
+      import :: c_int, c_ptr, c_int64_t
+      type(c_ptr), value :: layer, x, ids, weights, out
+      integer(c_int64_t), value :: num_tokens
+      integer(c_int) :: status
+    end function
+    function kmoe_last_error() bind(c, name="kmoe_last_error") result(message)
+      import :: c_ptr
+      type(c_ptr) :: message
+    end function
+    function c_strlen(s) bind(c, name="strlen") result(n)
+      import :: c_ptr, c_size_t
+      type(c_ptr), value :: s
+      integer(c_size_t) :: n
+    end function
+  end interface
+
+  ! A layer with fp32 storage and the arrays laid out as above. Every
+  ! procedure returns a kmoe_status; kmoe_error_message() explains a failure.
+  type, public :: kmoe_layer_t
+    type(c_ptr) :: handle = c_null_ptr
+  contains
+    procedure :: create => layer_create
+    procedure :: forward => layer_forward
+    procedure :: forward_routed => layer_forward_routed
+    procedure :: destroy => layer_destroy
+  end type kmoe_layer_t
+
+contains
+
+  ! The message of the last failed call on this thread.
+  function kmoe_error_message() result(message)
+    character(len=:), allocatable :: message
+    character(kind=c_char), pointer :: chars(:)
+    type(c_ptr) :: p
+    integer :: i, n
+    p = kmoe_last_error()
+    n = int(c_strlen(p))
+    call c_f_pointer(p, chars, [n])
+    allocate(character(len=n) :: message)
+    do i = 1, n
+      message(i:i) = chars(i)
+    end do
+  end function
+
+  integer(c_int) function layer_create(self, config, router, gate, up, down, bias) result(status)
+    class(kmoe_layer_t), intent(inout) :: self
+    type(kmoe_config), intent(in) :: config
+    real(c_float), intent(in), target, contiguous :: router(:, :), gate(:, :, :), up(:, :, :), &
+      down(:, :, :)
+    real(c_float), intent(in), target, contiguous, optional :: bias(:)
+    type(c_ptr) :: bias_ptr
+    bias_ptr = c_null_ptr
+    if (present(bias)) bias_ptr = c_loc(bias)
+    if (config%dtype /= KMOE_FP32) then
+      status = KMOE_ERROR_INVALID_ARGUMENT  ! 16-bit storage: call kmoe_layer_create
+      return
+    end if
+    status = kmoe_layer_create(config, c_loc(router), bias_ptr, c_loc(gate), c_loc(up), &
+                               c_loc(down), self%handle)
+  end function
+
+  integer(c_int) function layer_forward(self, x, out, num_tokens) result(status)
+    class(kmoe_layer_t), intent(inout) :: self
+    real(c_float), intent(in), target, contiguous :: x(:, :)
+    real(c_float), intent(inout), target, contiguous :: out(:, :)
+    integer, intent(in) :: num_tokens
+    status = kmoe_forward(self%handle, c_loc(x), c_loc(out), int(num_tokens, c_int64_t))
+  end function
+
+  integer(c_int) function layer_forward_routed(self, x, ids, weights, out, num_tokens) &
+      result(status)
+    class(kmoe_layer_t), intent(inout) :: self
+    real(c_float), intent(in), target, contiguous :: x(:, :), weights(:, :)
+    integer(c_int32_t), intent(in), target, contiguous :: ids(:, :)
+    real(c_float), intent(inout), target, contiguous :: out(:, :)
+    integer, intent(in) :: num_tokens
+    status = kmoe_forward_routed(self%handle, c_loc(x), c_loc(ids), c_loc(weights), c_loc(out), &
+                                 int(num_tokens, c_int64_t))
+  end function
+
+  subroutine layer_destroy(self)
+    class(kmoe_layer_t), intent(inout) :: self
+    call kmoe_layer_destroy(self%handle)
+    self%handle = c_null_ptr
+  end subroutine
+
+end module kokkos_moe

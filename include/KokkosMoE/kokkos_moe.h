@@ -1,0 +1,103 @@
+/* The C interface of KokkosMoE: one MoE layer behind an opaque handle.
+ *
+ * The layer runs on Kokkos::DefaultExecutionSpace of the library's build
+ * (CUDA, HIP, OpenMP or Serial); the storage type is chosen at run time.
+ * Every array passed here is a HOST array in row-major (C) order: the layer
+ * copies it to its memory space and copies results back. Device pointers are
+ * a later extension.
+ *
+ * Storage of the 16-bit types is their raw bit pattern (uint16_t): IEEE
+ * binary16 for KMOE_FP16, the upper half of a float for KMOE_BF16. KMOE_FP32
+ * storage is float. Router weights, bias and routing weights are always float.
+ *
+ * No C++ exception crosses this interface: every call returns a kmoe_status,
+ * and kmoe_last_error() gives the message of the last failed call on the
+ * calling thread. Kokkos::abort (a kernel's fatal error) still ends the
+ * process, as it does in C++.
+ */
+#ifndef KOKKOS_MOE_H
+#define KOKKOS_MOE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kmoe_status {
+  KMOE_SUCCESS = 0,
+  KMOE_ERROR_INVALID_ARGUMENT = 1, /* bad configuration, shape, pointer or routing */
+  KMOE_ERROR_NOT_INITIALIZED = 2,  /* Kokkos is not initialized (see kmoe_initialize) */
+  KMOE_ERROR_OUT_OF_MEMORY = 3,    /* an allocation failed */
+  KMOE_ERROR_STATE = 4,            /* e.g. kmoe_finalize with layers still alive */
+  KMOE_ERROR_INTERNAL = 5          /* any other failure; see kmoe_last_error() */
+} kmoe_status;
+
+typedef enum kmoe_dtype { KMOE_FP32 = 0, KMOE_FP16 = 1, KMOE_BF16 = 2 } kmoe_dtype;
+
+typedef enum kmoe_routing {
+  KMOE_ROUTING_SOFTMAX_TOPK = 0,       /* softmax over E, top-k (Mixtral) */
+  KMOE_ROUTING_SIGMOID_GROUP_TOPK = 1, /* DeepSeek-V3 group-limited top-k */
+  KMOE_ROUTING_EXTERNAL = 2            /* ids and weights given: kmoe_forward_routed only */
+} kmoe_routing;
+
+/* Shape and routing of a layer; fields as in KokkosMoE::Config. Enumerations
+ * are stored as int32_t so that the layout is the same from every language
+ * (the Fortran module binds this struct). Fill with kmoe_config_init first. */
+typedef struct kmoe_config {
+  int32_t num_experts;  /* E */
+  int32_t top_k;        /* k */
+  int64_t hidden_size;  /* H */
+  int64_t ffn_size;     /* F */
+  int64_t max_tokens;   /* buffers are sized once for this many tokens */
+  int32_t routing;      /* kmoe_routing */
+  int32_t renormalize;  /* nonzero: the k weights sum to 1 before scaling */
+  int32_t n_group;      /* sigmoid_group_topk: groups of experts */
+  int32_t topk_group;   /* sigmoid_group_topk: groups kept per token */
+  float routed_scaling; /* sigmoid_group_topk: weight multiplier */
+  int32_t dtype;        /* kmoe_dtype: storage of gate/up/down, x and out */
+} kmoe_config;
+
+typedef struct kmoe_layer kmoe_layer;
+
+/* The defaults of KokkosMoE::Config (E=8, k=2, softmax_topk, renormalize),
+ * sizes 0, dtype KMOE_FP32. */
+void kmoe_config_init(kmoe_config* config);
+
+/* Initializes Kokkos unless the application already did (then nothing is
+ * done, and kmoe_finalize will leave Kokkos alone). argv may be NULL when
+ * argc is 0; Kokkos' own options (--kokkos-num-threads=N, ...) are honoured. */
+kmoe_status kmoe_initialize(int argc, char** argv);
+/* Finalizes Kokkos if kmoe_initialize initialized it. All layers must have
+ * been destroyed (KMOE_ERROR_STATE otherwise, and nothing is finalized). */
+kmoe_status kmoe_finalize(void);
+
+/* Creates a layer and uploads its weights (host arrays, row-major):
+ *   router float[E*H], bias float[E] or NULL (zeros),
+ *   gate, up [E*F*H] and down [E*H*F] in the storage of config->dtype. */
+kmoe_status kmoe_layer_create(const kmoe_config* config, const float* router, const float* bias,
+                              const void* gate, const void* up, const void* down,
+                              kmoe_layer** layer);
+/* NULL is ignored. */
+void kmoe_layer_destroy(kmoe_layer* layer);
+
+/* out[T, H] = the layer applied to x[T, H] with its own router (not for
+ * KMOE_ROUTING_EXTERNAL). x and out in the storage of the layer's dtype;
+ * num_tokens <= max_tokens. Returns when out is written. */
+kmoe_status kmoe_forward(kmoe_layer* layer, const void* x, void* out, int64_t num_tokens);
+/* The same with given routing: ids int32[T*k] (0-based expert indices,
+ * distinct per token) and weights float[T*k]; checked before use. */
+kmoe_status kmoe_forward_routed(kmoe_layer* layer, const void* x, const int32_t* ids,
+                                const float* weights, void* out, int64_t num_tokens);
+
+/* The message of the last failed call on this thread ("" if none). Valid
+ * until the next call on this thread. */
+const char* kmoe_last_error(void);
+/* A constant name for a status ("KMOE_SUCCESS", ...). */
+const char* kmoe_status_string(kmoe_status status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,80 @@
+# Spack recipe of KokkosMoE, kept with the sources (namespace kokkos_moe).
+#
+#   spack repo add spack && spack install kokkos-moe+cuda cuda_arch=90
+#
+# Checked without spack by tests/spack/check_recipe.py (CTest: SpackRecipe):
+# every KokkosMoE_ENABLE_* option set here exists in the CMake files and every
+# variant is used.
+from spack.package import *
+
+
+class KokkosMoe(CMakePackage, CudaPackage, ROCmPackage):
+    """The Mixture-of-Experts layer of large language models written once in
+    Kokkos (CUDA, HIP, OpenMP, Serial), with C and Fortran interfaces and
+    HDF5 routing-trace replay drivers."""
+
+    homepage = "https://github.com/kokkos-moe/kokkos-moe"
+    git = "https://github.com/kokkos-moe/kokkos-moe.git"
+
+    license("BSD-3-Clause")
+
+    version("main", branch="main")
+
+    variant("openmp", default=True, description="Host backend with OpenMP (Kokkos+openmp)")
+    variant("trace", default=True, description="HDF5 routing traces (KokkosMoE::trace) and drivers")
+    variant("fortran", default=True, description="Fortran module over the C interface")
+    variant("tests", default=False, description="GoogleTest unit tests, run by spack's install-time tests")
+    variant("benchmarks", default=False, description="Google Benchmark benchmarks")
+
+    depends_on("cxx", type="build")
+    depends_on("c", type="build")
+    depends_on("fortran", type="build", when="+fortran")
+    depends_on("cmake@3.16:", type="build")
+
+    # Kokkos 3.4 (with cmake/patches for CUDA 13 and Hopper) to 4.x; Kokkos
+    # Kernels of the same release line.
+    depends_on("kokkos@3.4:4")
+    depends_on("kokkos-kernels@3.4:4")
+    depends_on("kokkos+openmp", when="+openmp")
+    depends_on("kokkos+cuda+cuda_lambda+wrapper", when="+cuda")
+    depends_on("kokkos+rocm", when="+rocm")
+    depends_on("kokkos-kernels+cuda+cublas", when="+cuda")
+    depends_on("kokkos-kernels+openmp", when="+openmp")
+    for arch in CudaPackage.cuda_arch_values:
+        depends_on(f"kokkos cuda_arch={arch}", when=f"+cuda cuda_arch={arch}")
+    for target in ROCmPackage.amdgpu_targets:
+        depends_on(f"kokkos amdgpu_target={target}", when=f"+rocm amdgpu_target={target}")
+    conflicts("+cuda", when="+rocm", msg="one device backend at a time")
+    conflicts("cuda_arch=none", when="+cuda", msg="set cuda_arch (e.g. cuda_arch=90)")
+    conflicts("amdgpu_target=none", when="+rocm", msg="set amdgpu_target (e.g. gfx90a)")
+
+    depends_on("hdf5~mpi", when="+trace")
+    depends_on("googletest", type=("build", "test"), when="+tests")
+    depends_on("benchmark", when="+benchmarks")
+    depends_on("python@3:", type="test", when="+tests")
+
+    def cmake_args(self):
+        spec = self.spec
+        args = [
+            self.define_from_variant("KokkosMoE_ENABLE_TRACE", "trace"),
+            # The drivers replay traces: built exactly when the trace component is.
+            self.define_from_variant("KokkosMoE_ENABLE_DRIVERS", "trace"),
+            self.define_from_variant("KokkosMoE_ENABLE_TESTS", "tests"),
+            self.define_from_variant("KokkosMoE_ENABLE_BENCHMARKS", "benchmarks"),
+            self.define_from_variant("KokkosMoE_ENABLE_FORTRAN", "fortran"),
+            self.define("Kokkos_ROOT", spec["kokkos"].prefix),
+            self.define("KokkosKernels_ROOT", spec["kokkos-kernels"].prefix),
+        ]
+        if spec.satisfies("+cuda") or spec.satisfies("+rocm"):
+            # nvcc_wrapper (CUDA) or hipcc (ROCm), as Kokkos was built with.
+            args.append(self.define("CMAKE_CXX_COMPILER", spec["kokkos"].kokkos_cxx))
+        return args
+
+    @run_after("install")
+    @on_package_attributes(run_tests=True)
+    def check_install(self):
+        """The unit tests (GoogleTest under CTest) of the build tree."""
+        if not self.spec.satisfies("+tests"):
+            return
+        with working_dir(self.build_directory):
+            ctest("--output-on-failure")

@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""Checks the spack recipe and environment without spack.
+
+Imports spack/packages/kokkos-moe/package.py with stub `spack.package`
+directives that record their calls, then checks that
+  - every KokkosMoE_ENABLE_* option cmake_args sets is an option() of the
+    project's CMake files, and every such option is set by cmake_args;
+  - every variant is used (in cmake_args, a dependency or a conflict);
+  - backend variants constrain kokkos the same way (cuda_arch and
+    amdgpu_target propagated for every value);
+  - cmake_args evaluates for the host, CUDA and ROCm specs;
+  - spack.yaml parses and names the recipe's repository and package.
+
+    check_recipe.py [REPO_ROOT]          (default: two levels up)
+Exit code 0 when consistent, 1 with one line per problem otherwise.
+"""
+import importlib.util
+import re
+import sys
+import types
+from pathlib import Path
+
+sys.dont_write_bytecode = True  # no __pycache__ in the recipe repository
+ROOT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2]
+RECIPE = ROOT / "spack" / "packages" / "kokkos-moe" / "package.py"
+calls = {"variant": [], "depends_on": [], "conflicts": [], "version": []}
+
+
+def record(name):
+    def directive(*args, **kwargs):
+        calls[name].append((args, kwargs))
+    return directive
+
+
+def passthrough_decorator(*_args, **_kwargs):
+    return lambda f: f
+
+
+class Spec:
+    """Enough of a concrete spec for cmake_args: variants and prefixes."""
+
+    def __init__(self, text):
+        self.text = text
+        self.prefix = "/opt/" + text.split()[0].lstrip("+~")
+
+    def satisfies(self, constraint):
+        return all(part in self.text.split() for part in constraint.split())
+
+    def __getitem__(self, name):
+        dep = Spec(name)
+        dep.kokkos_cxx = "/opt/kokkos/bin/nvcc_wrapper"
+        return dep
+
+
+class CMakePackage:
+    def __init__(self, spec):
+        self.spec = spec
+
+    def define(self, name, value):
+        if isinstance(value, bool):
+            value = "ON" if value else "OFF"
+        return f"-D{name}={value}"
+
+    def define_from_variant(self, name, variant):
+        self.used_variants.add(variant)
+        return self.define(name, self.spec.satisfies("+" + variant))
+
+
+class CudaPackage:
+    cuda_arch_values = ("70", "80", "90")
+
+
+class ROCmPackage:
+    amdgpu_targets = ("gfx90a", "gfx942")
+
+
+def stub_spack():
+    package = types.ModuleType("spack.package")
+    for name in calls:
+        setattr(package, name, record(name))
+    package.license = lambda *a, **k: None
+    package.CMakePackage, package.CudaPackage, package.ROCmPackage = (
+        CMakePackage, CudaPackage, ROCmPackage)
+    package.run_after = passthrough_decorator
+    package.on_package_attributes = passthrough_decorator
+    package.working_dir = None
+    package.ctest = None
+    package.__all__ = [n for n in vars(package) if not n.startswith("_")]
+    spack = types.ModuleType("spack")
+    spack.package = package
+    sys.modules["spack"], sys.modules["spack.package"] = spack, package
+
+
+def load_recipe():
+    stub_spack()
+    spec = importlib.util.spec_from_file_location("kokkos_moe_package", RECIPE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.KokkosMoe
+
+
+def cmake_options():
+    options = set()
+    for path in [ROOT / "CMakeLists.txt", *ROOT.glob("src/**/CMakeLists.txt")]:
+        options |= set(re.findall(r"^\s*option\(\s*(KokkosMoE_\w+)", path.read_text(), re.M))
+    return options
+
+
+def spec_strings(args):
+    """The spec strings of a directive call: positional and when=."""
+    return " ".join([str(a) for a in args[0]] + [str(args[1].get("when", ""))])
+
+
+def parse_yaml(text):
+    try:
+        import yaml
+        return yaml.safe_load(text)
+    except ImportError:  # a top-level key and its list items are enough here
+        data, key = {}, None
+        for line in text.splitlines():
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            if re.match(r"^\S.*:\s*$", line):
+                data[line.strip()[:-1]] = {}
+            elif m := re.match(r"^  (\w+):\s*$", line):
+                key = m.group(1)
+            elif m := re.match(r"^  - (.+)$", line):
+                data.setdefault("spack", {}).setdefault(key, []).append(m.group(1).strip())
+        return data
+
+
+def main():
+    problems = []
+    recipe = load_recipe()
+    variants = {args[0][0] for args in calls["variant"]} | {"cuda", "rocm"}
+
+    # cmake_args for the three backends; the options it sets.
+    set_options = set()
+    used = set()
+    for text in ("kokkos-moe +openmp +trace +fortran +tests",
+                 "kokkos-moe +cuda cuda_arch=90 ~openmp",
+                 "kokkos-moe +rocm amdgpu_target=gfx90a ~openmp"):
+        pkg = recipe.__new__(recipe)
+        CMakePackage.__init__(pkg, Spec(text))
+        pkg.used_variants = set()
+        args = pkg.cmake_args()
+        used |= pkg.used_variants
+        set_options |= {m.group(1) for a in args if (m := re.match(r"-D(KokkosMoE_\w+)=", a))}
+        if "+cuda" in text and not any("CMAKE_CXX_COMPILER=" in a for a in args):
+            problems.append("cmake_args: +cuda does not set CMAKE_CXX_COMPILER to kokkos_cxx")
+    options = cmake_options()
+    problems += [f"cmake_args sets {o}, which no CMakeLists.txt declares with option()"
+                 for o in sorted(set_options - options)]
+    problems += [f"CMake option {o} is not set by cmake_args"
+                 for o in sorted({o for o in options if o.startswith("KokkosMoE_ENABLE_")} - set_options)]
+
+    # Every variant used: in cmake_args or in a directive's spec or condition.
+    directives = " ".join(spec_strings(a) for n in ("depends_on", "conflicts") for a in calls[n])
+    for v in sorted(variants - used):
+        if not re.search(rf"\+{v}\b", directives):
+            problems.append(f"variant {v} is used neither by cmake_args nor by any directive")
+
+    # Backends: kokkos with the same backend, every GPU architecture propagated.
+    deps = [spec_strings(a) for a in calls["depends_on"]]
+    for backend, kokkos in (("cuda", "kokkos+cuda"), ("rocm", "kokkos+rocm"), ("openmp", "kokkos+openmp")):
+        if not any(d.startswith(kokkos) and f"+{backend}" in d for d in deps):
+            problems.append(f"+{backend} does not require {kokkos}")
+    for arch in CudaPackage.cuda_arch_values:
+        if not any(f"kokkos cuda_arch={arch}" in d and f"+cuda cuda_arch={arch}" in d for d in deps):
+            problems.append(f"cuda_arch={arch} is not propagated to kokkos")
+    for target in ROCmPackage.amdgpu_targets:
+        if not any(f"kokkos amdgpu_target={target}" in d for d in deps):
+            problems.append(f"amdgpu_target={target} is not propagated to kokkos")
+    for dep, variant in (("hdf5", "trace"), ("googletest", "tests")):
+        if not any(d.startswith(dep) and f"+{variant}" in d for d in deps):
+            problems.append(f"{dep} is not a dependency when +{variant}")
+    if not hasattr(recipe, "check_install") and not hasattr(recipe, "check"):
+        problems.append("no install-time tests (check or a run_after('install') method)")
+
+    # The environment.
+    env = parse_yaml((ROOT / "spack.yaml").read_text()).get("spack", {})
+    if not any(str(s).startswith("kokkos-moe") for s in env.get("specs", [])):
+        problems.append("spack.yaml: no kokkos-moe spec")
+    if "./spack" not in [str(r) for r in env.get("repos", [])]:
+        problems.append("spack.yaml: the recipe repository ./spack is not listed in repos")
+    if "namespace: kokkos_moe" not in (ROOT / "spack" / "repo.yaml").read_text():
+        problems.append("spack/repo.yaml: namespace is not kokkos_moe")
+
+    for p in problems:
+        print("spack recipe:", p)
+    print(f"spack recipe: {len(variants)} variants, {len(calls['depends_on'])} dependencies, "
+          f"options {', '.join(sorted(set_options))}: {'FAILED' if problems else 'consistent'}")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
