@@ -44,7 +44,9 @@ struct CudaTensorCoreFragment {
                             Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using mma_type = typename CudaMmaType<Scalar>::type;
 
-  static constexpr int tile_m = 64, tile_n = 64, tile_k = 64;
+  // K depth 32 keeps two stages of the gate/up kernel's three operand tiles
+  // and its staging (39 KiB) under Kokkos 3.4's 40 KiB team-scratch cap.
+  static constexpr int tile_m = 64, tile_n = 64, tile_k = 32;
   static constexpr int warps_m = 2, warps_n = 2;
   static constexpr int frags_m = tile_m / warps_m / 16, frags_n = tile_n / warps_n / 16;
   // 8 elements (16 bytes) of padding: rows stay 16-byte aligned, as WMMA
@@ -63,6 +65,29 @@ struct CudaTensorCoreFragment {
   };
 
   KOKKOS_INLINE_FUNCTION static operand_type to_operand(Scalar v) { return v; }
+
+  // Global to scratch without passing through registers (cp.async, sm_80+):
+  // the copies of the next K step overlap the multiplication of this one.
+  KOKKOS_INLINE_FUNCTION static void copy16(void* dst, const void* src) {
+#ifdef __CUDA_ARCH__
+    const unsigned shared = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared), "l"(src) : "memory");
+#else
+    (void)dst, (void)src;
+#endif
+  }
+  KOKKOS_INLINE_FUNCTION static void commit_copies() {
+#ifdef __CUDA_ARCH__
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+  }
+  // Waits until at most `pending` committed groups of this thread are in flight.
+  template <int pending>
+  KOKKOS_INLINE_FUNCTION static void wait_copies() {
+#ifdef __CUDA_ARCH__
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+#endif
+  }
 
   template <class Member>
   KOKKOS_INLINE_FUNCTION static tile operand(const Member& member, int rows) {

@@ -69,20 +69,18 @@ struct ExpertTileKernel {
     splits         = int((depth + split_depth - 1) / split_depth);
   }
 
-  // Loads an operand tile [extent(0) x BK] in the fragment's operand type.
-  // row_at(r) points at the tile's first element of source row r (only
-  // called for r < rows); rows and columns outside (rows, cols) are zero.
-  // Where the fragment keeps the storage type, whole aligned 16-byte chunks
-  // move as one access: the expert weights stream at 16 bytes per thread.
+  // Starts loading an operand tile [extent(0) x BK] in the fragment's
+  // operand type. row_at(r) points at the tile's first element of source
+  // row r (only called for r < rows); rows and columns outside (rows, cols)
+  // are zero. Where the fragment keeps the storage type, whole aligned
+  // 16-byte chunks go through frag::copy16, which may complete later (until
+  // frag::wait_copies): the weights stream while the previous tile multiplies.
   template <class RowAt>
   KOKKOS_INLINE_FUNCTION static void load(const member& m, const tile& t, int rows, int cols,
                                           const RowAt& row_at) {
     using operand = typename frag::operand_type;
     constexpr int V =
         std::is_same<operand, Scalar>::value && (BK * sizeof(Scalar)) % 16 == 0 ? 16 / sizeof(Scalar) : 1;
-    struct alignas(16) Chunk {
-      std::uint32_t word[4];
-    };
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, t.extent_int(0) * (BK / V)), [&](int i) {
       const int r = i / (BK / V), c = (i % (BK / V)) * V;
       operand* dst = &t(r, c);
@@ -91,12 +89,35 @@ struct ExpertTileKernel {
         return;
       }
       const Scalar* src = row_at(r) + c;
-      if (V > 1 && c + V <= cols && (reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(dst)) % 16 == 0) {
-        *reinterpret_cast<Chunk*>(dst) = *reinterpret_cast<const Chunk*>(src);
+      if (V > 1 && c + V <= cols &&
+          (reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(dst)) % 16 == 0) {
+        frag::copy16(dst, src);
         return;
       }
       for (int v = 0; v < V; ++v) dst[v] = c + v < cols ? frag::to_operand(src[v]) : operand(0.0f);
     });
+  }
+
+  // The K loop runs two stages deep: iteration s starts the loads of step s
+  // into buffer s % 2, then multiplies step s - 1 while they fly. Before
+  // that multiplication, ready() waits for step s - 1 (all but the newest
+  // copy group) and for every thread; after it, a barrier keeps the buffer
+  // from being refilled too early. (The loads are written out in each kernel
+  // rather than passed as a lambda: called from two places, the lambda was
+  // not inlined and its captures went to local memory.)
+  // Stage b of a two-stage operand tile: rows [b * rows, (b + 1) * rows).
+  // (Made from a pointer: choosing between two tile objects at run time
+  // would put both in local memory.)
+  KOKKOS_INLINE_FUNCTION static tile stage(const tile& t, int b, int rows) {
+    return tile(t.data() + std::size_t(b) * rows * frag::operand_stride, rows, frag::operand_stride);
+  }
+
+  KOKKOS_INLINE_FUNCTION static void ready(const member& m, int s, int steps) {
+    if (s < steps)
+      frag::template wait_copies<1>();
+    else
+      frag::template wait_copies<0>();
+    m.team_barrier();
   }
 
   policy make_policy(const ExecutionSpace& exec, std::int64_t tiles, std::size_t scratch) const {
@@ -124,7 +145,7 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
   Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h;              // [T*k, F]
 
   static std::size_t scratch_bytes() {
-    return frag::operand_bytes(BM) + 2 * frag::operand_bytes(BN) +
+    return frag::operand_bytes(2 * BM) + 2 * frag::operand_bytes(2 * BN) +
            2 * frag::accumulator_bytes();
   }
 
@@ -133,21 +154,31 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
     const int H = int(x.extent(1)), F = int(gate.extent(1));
     if (!this->work(m, w, H)) return;
     const int cols = F - w.first_col < BN ? F - w.first_col : BN;
-    const tile xs = frag::operand(m, BM), gs = frag::operand(m, BN), us = frag::operand(m, BN);
+    // Two stages of each operand tile (see ready).
+    const tile xs = frag::operand(m, 2 * BM), gs = frag::operand(m, 2 * BN), us = frag::operand(m, 2 * BN);
     typename frag::accumulator_type g = frag::accumulator(m), u = frag::accumulator(m);
     frag::zero(m, g);
     frag::zero(m, u);
     const auto& plan = this->plan;
     const int kk     = this->k;
-    for (int k0 = 0; k0 < H; k0 += BK) {
-      const int depth = H - k0 < BK ? H - k0 : BK;
+    const int steps = (H + BK - 1) / BK;
+    for (int s = 0; s <= steps; ++s) {
+      if (s < steps) {
+        const int k0 = s * BK, depth = H - k0 < BK ? H - k0 : BK;
+        const int b = s & 1;
+        base::load(m, base::stage(xs, b, BM), w.rows, depth,
+                   [&](int r) { return &x(plan.order(w.first_row + r) / kk, k0); });
+        base::load(m, base::stage(gs, b, BN), cols, depth,
+                   [&](int n) { return &gate(w.expert, w.first_col + n, k0); });
+        base::load(m, base::stage(us, b, BN), cols, depth,
+                   [&](int n) { return &up(w.expert, w.first_col + n, k0); });
+        frag::commit_copies();
+      }
+      if (s == 0) continue;
+      base::ready(m, s, steps);
+      const int b = (s - 1) & 1;
+      frag::mma_nt(m, base::stage(xs, b, BM), base::stage(gs, b, BN), g, base::stage(us, b, BN), u);
       m.team_barrier();
-      base::load(m, xs, w.rows, depth,
-                 [&](int r) { return &x(plan.order(w.first_row + r) / kk, k0); });
-      base::load(m, gs, cols, depth, [&](int n) { return &gate(w.expert, w.first_col + n, k0); });
-      base::load(m, us, cols, depth, [&](int n) { return &up(w.expert, w.first_col + n, k0); });
-      m.team_barrier();
-      frag::mma_nt(m, xs, gs, g, us, u);
     }
     frag::store(
         m,
@@ -180,8 +211,7 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
   int assignments;                                                          // A = T * k
 
   static std::size_t scratch_bytes() {
-    return frag::operand_bytes(BM) + frag::operand_bytes(BN) +
-           frag::accumulator_bytes();
+    return frag::operand_bytes(2 * BM) + frag::operand_bytes(2 * BN) + frag::accumulator_bytes();
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member& m) const {
@@ -189,16 +219,25 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
     const int F = int(h.extent(1)), H = int(down.extent(1));
     if (!this->work(m, w, F)) return;
     const int cols = H - w.first_col < BN ? H - w.first_col : BN;
-    const tile hs = frag::operand(m, BM), ds = frag::operand(m, BN);
+    const tile hs = frag::operand(m, 2 * BM), ds = frag::operand(m, 2 * BN);
     typename frag::accumulator_type acc = frag::accumulator(m);
     frag::zero(m, acc);
-    for (int k0 = w.k_begin; k0 < w.k_end; k0 += BK) {
-      const int depth = w.k_end - k0 < BK ? w.k_end - k0 : BK;
+    const int steps = (w.k_end - w.k_begin + BK - 1) / BK;
+    for (int s = 0; s <= steps; ++s) {
+      if (s < steps) {
+        const int k0 = w.k_begin + s * BK, depth = w.k_end - k0 < BK ? w.k_end - k0 : BK;
+        const int b = s & 1;
+        base::load(m, base::stage(hs, b, BM), w.rows, depth,
+                   [&](int r) { return &h(w.first_row + r, k0); });
+        base::load(m, base::stage(ds, b, BN), cols, depth,
+                   [&](int n) { return &down(w.expert, w.first_col + n, k0); });
+        frag::commit_copies();
+      }
+      if (s == 0) continue;
+      base::ready(m, s, steps);
+      const int b = (s - 1) & 1;
+      frag::mma_nt(m, base::stage(hs, b, BM), base::stage(ds, b, BN), acc);
       m.team_barrier();
-      base::load(m, hs, w.rows, depth, [&](int r) { return &h(w.first_row + r, k0); });
-      base::load(m, ds, cols, depth, [&](int n) { return &down(w.expert, w.first_col + n, k0); });
-      m.team_barrier();
-      frag::mma_nt(m, hs, ds, acc);
     }
     const auto& plan = this->plan;
     const int kk     = this->k;

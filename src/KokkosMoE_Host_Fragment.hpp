@@ -8,6 +8,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstdint>
+
 namespace KokkosMoE {
 namespace Impl {
 
@@ -48,6 +50,18 @@ struct PortableFragment {
   }
   static std::size_t operand_bytes(int rows) { return tile::shmem_size(rows, operand_stride); }
   static std::size_t accumulator_bytes() { return tile::shmem_size(tile_m, tile_n); }
+
+  // Loads from global memory into scratch: plain copies here (a GPU
+  // fragment may make them asynchronous until wait_copies).
+  KOKKOS_INLINE_FUNCTION static void copy16(void* dst, const void* src) {
+    struct alignas(16) Chunk {
+      std::uint32_t word[4];
+    };
+    *static_cast<Chunk*>(dst) = *static_cast<const Chunk*>(src);
+  }
+  KOKKOS_INLINE_FUNCTION static void commit_copies() {}
+  template <int pending>
+  KOKKOS_INLINE_FUNCTION static void wait_copies() {}
 
   // Teams a launch should have before split-K stops paying: a few per host
   // thread on host backends, about 8 per multiprocessor on GPUs.
