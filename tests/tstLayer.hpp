@@ -120,6 +120,44 @@ TEST(LAYER_SUITE, StagesRunInNamedProfilingRegions) {
   EXPECT_EQ(pushed_regions(), want);
 }
 
+struct LaunchCount {
+  int kernels = 0, fences = 0;
+};
+LaunchCount& launch_count() {
+  static LaunchCount c;
+  return c;
+}
+
+// forward with given routing only enqueues kernels on the layer's instance:
+// no fence, so no host round-trip and nothing that breaks graph capture.
+TEST(LAYER_SUITE, ForwardEnqueuesKernelsAndNeverFences) {
+  namespace tools = Kokkos::Tools::Experimental;
+  Problem<Space, bfloat16> p(16, 4, 40, 56, 33);
+  p.set_routing(random_routing(33, 4, first_experts(16), 8));
+  Layer<Space, bfloat16> layer(p.config, p.weights);
+  layer.forward(p.x, p.ids, p.routing_weights, p.out, 33);
+  Kokkos::fence();
+  launch_count() = LaunchCount{};
+  const auto kernel = [](const char*, std::uint32_t, std::uint64_t*) { ++launch_count().kernels; };
+  tools::set_begin_parallel_for_callback(kernel);
+  tools::set_begin_parallel_reduce_callback(kernel);
+  tools::set_begin_parallel_scan_callback(kernel);
+  tools::set_begin_fence_callback(
+      [](const char*, std::uint32_t, std::uint64_t*) { ++launch_count().fences; });
+  layer.forward(p.x, p.ids, p.routing_weights, p.out, 33);
+  tools::set_begin_parallel_for_callback(nullptr);
+  tools::set_begin_parallel_reduce_callback(nullptr);
+  tools::set_begin_parallel_scan_callback(nullptr);
+  tools::set_begin_fence_callback(nullptr);
+  Kokkos::fence();
+  EXPECT_EQ(launch_count().fences, 0);
+  // dispatch: count, scan, scatter, tiles (+ up to two fills); gate_up; down; combine.
+  EXPECT_GE(launch_count().kernels, 7);
+  EXPECT_LE(launch_count().kernels, 9);
+  RecordProperty("kernels_per_forward", launch_count().kernels);
+  EXPECT_LT(p.error(33), reference_tolerance<bfloat16>());
+}
+
 TEST(LAYER_SUITE, InvalidIdsAreCountedAndContributeNothing) {
   Problem<Space, float> p(8, 2, 32, 40, 10);
   auto r = random_routing(10, 2, first_experts(8), 5);
