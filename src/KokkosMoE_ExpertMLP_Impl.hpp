@@ -98,26 +98,31 @@ struct ExpertTileKernel {
     });
   }
 
-  // The K loop runs two stages deep: iteration s starts the loads of step s
-  // into buffer s % 2, then multiplies step s - 1 while they fly. Before
-  // that multiplication, ready() waits for step s - 1 (all but the newest
-  // copy group) and for every thread; after it, a barrier keeps the buffer
-  // from being refilled too early. (The loads are written out in each kernel
-  // rather than passed as a lambda: called from two places, the lambda was
-  // not inlined and its captures went to local memory.)
-  // Stage b of a two-stage operand tile: rows [b * rows, (b + 1) * rows).
-  // (Made from a pointer: choosing between two tile objects at run time
-  // would put both in local memory.)
+  // The K loop runs S = frag::stages deep: iteration s starts the loads of
+  // step s into buffer s % S, then multiplies step c = s - (S - 1) while the
+  // later ones fly. Every iteration commits one copy group (empty past the
+  // last step), so before step c multiplies, waiting until at most S - 1
+  // groups are pending means step c has landed; the barrier then covers
+  // every thread's part, and a second barrier after the multiplication keeps
+  // buffer c % S from being refilled too early. (The loads are written out in
+  // each kernel rather than passed as a lambda: called from two places, the
+  // lambda was not inlined and its captures went to local memory.)
+  static constexpr int S = frag::stages;
+
+  // Stage b of an S-stage operand tile: rows [b * rows, (b + 1) * rows).
+  // (Made from a pointer: choosing between tile objects at run time would
+  // put them in local memory.)
   KOKKOS_INLINE_FUNCTION static tile stage(const tile& t, int b, int rows) {
     return tile(t.data() + std::size_t(b) * rows * frag::operand_stride, rows, frag::operand_stride);
   }
 
-  KOKKOS_INLINE_FUNCTION static void ready(const member& m, int s, int steps) {
-    if (s < steps)
-      frag::template wait_copies<1>();
-    else
-      frag::template wait_copies<0>();
+  // True when step s - (S - 1) is ready to multiply (after waiting for it).
+  KOKKOS_INLINE_FUNCTION static bool ready(const member& m, int s) {
+    frag::commit_copies();
+    if (s < S - 1) return false;
+    frag::template wait_copies<S - 1>();
     m.team_barrier();
+    return true;
   }
 
   policy make_policy(const ExecutionSpace& exec, std::int64_t tiles, std::size_t scratch) const {
@@ -137,6 +142,7 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
   using base::BM;
   using base::BN;
   using base::BK;
+  using base::S;
   using memory_space = typename base::memory_space;
 
   Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> x;        // [T, H]
@@ -145,7 +151,7 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
   Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h;              // [T*k, F]
 
   static std::size_t scratch_bytes() {
-    return frag::operand_bytes(2 * BM) + 2 * frag::operand_bytes(2 * BN) +
+    return frag::operand_bytes(S * BM) + 2 * frag::operand_bytes(S * BN) +
            2 * frag::accumulator_bytes();
   }
 
@@ -154,29 +160,26 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
     const int H = int(x.extent(1)), F = int(gate.extent(1));
     if (!this->work(m, w, H)) return;
     const int cols = F - w.first_col < BN ? F - w.first_col : BN;
-    // Two stages of each operand tile (see ready).
-    const tile xs = frag::operand(m, 2 * BM), gs = frag::operand(m, 2 * BN), us = frag::operand(m, 2 * BN);
+    // S stages of each operand tile (see ready).
+    const tile xs = frag::operand(m, S * BM), gs = frag::operand(m, S * BN), us = frag::operand(m, S * BN);
     typename frag::accumulator_type g = frag::accumulator(m), u = frag::accumulator(m);
     frag::zero(m, g);
     frag::zero(m, u);
     const auto& plan = this->plan;
     const int kk     = this->k;
-    const int steps = (H + BK - 1) / BK;
-    for (int s = 0; s <= steps; ++s) {
+    const int steps  = (H + BK - 1) / BK;
+    for (int s = 0; s < steps + S - 1; ++s) {
       if (s < steps) {
-        const int k0 = s * BK, depth = H - k0 < BK ? H - k0 : BK;
-        const int b = s & 1;
+        const int k0 = s * BK, depth = H - k0 < BK ? H - k0 : BK, b = s % S;
         base::load(m, base::stage(xs, b, BM), w.rows, depth,
                    [&](int r) { return &x(plan.order(w.first_row + r) / kk, k0); });
         base::load(m, base::stage(gs, b, BN), cols, depth,
                    [&](int n) { return &gate(w.expert, w.first_col + n, k0); });
         base::load(m, base::stage(us, b, BN), cols, depth,
                    [&](int n) { return &up(w.expert, w.first_col + n, k0); });
-        frag::commit_copies();
       }
-      if (s == 0) continue;
-      base::ready(m, s, steps);
-      const int b = (s - 1) & 1;
+      if (!base::ready(m, s)) continue;
+      const int b = (s - (S - 1)) % S;
       frag::mma_nt(m, base::stage(xs, b, BM), base::stage(gs, b, BN), g, base::stage(us, b, BN), u);
       m.team_barrier();
     }
@@ -202,6 +205,7 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
   using base::BM;
   using base::BN;
   using base::BK;
+  using base::S;
   using memory_space = typename base::memory_space;
 
   Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> h;        // [T*k, F]
@@ -211,7 +215,8 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
   int assignments;                                                          // A = T * k
 
   static std::size_t scratch_bytes() {
-    return frag::operand_bytes(2 * BM) + frag::operand_bytes(2 * BN) + frag::accumulator_bytes();
+    return frag::operand_bytes(S * BM) + frag::operand_bytes(S * BN) +
+           frag::accumulator_bytes();
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member& m) const {
@@ -219,23 +224,20 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
     const int F = int(h.extent(1)), H = int(down.extent(1));
     if (!this->work(m, w, F)) return;
     const int cols = H - w.first_col < BN ? H - w.first_col : BN;
-    const tile hs = frag::operand(m, 2 * BM), ds = frag::operand(m, 2 * BN);
+    const tile hs = frag::operand(m, S * BM), ds = frag::operand(m, S * BN);
     typename frag::accumulator_type acc = frag::accumulator(m);
     frag::zero(m, acc);
     const int steps = (w.k_end - w.k_begin + BK - 1) / BK;
-    for (int s = 0; s <= steps; ++s) {
+    for (int s = 0; s < steps + S - 1; ++s) {
       if (s < steps) {
-        const int k0 = w.k_begin + s * BK, depth = w.k_end - k0 < BK ? w.k_end - k0 : BK;
-        const int b = s & 1;
+        const int k0 = w.k_begin + s * BK, depth = w.k_end - k0 < BK ? w.k_end - k0 : BK, b = s % S;
         base::load(m, base::stage(hs, b, BM), w.rows, depth,
                    [&](int r) { return &h(w.first_row + r, k0); });
         base::load(m, base::stage(ds, b, BN), cols, depth,
                    [&](int n) { return &down(w.expert, w.first_col + n, k0); });
-        frag::commit_copies();
       }
-      if (s == 0) continue;
-      base::ready(m, s, steps);
-      const int b = (s - 1) & 1;
+      if (!base::ready(m, s)) continue;
+      const int b = (s - (S - 1)) % S;
       frag::mma_nt(m, base::stage(hs, b, BM), base::stage(ds, b, BN), acc);
       m.team_barrier();
     }

@@ -51,6 +51,9 @@ struct PortableFragment {
   static std::size_t operand_bytes(int rows) { return tile::shmem_size(rows, operand_stride); }
   static std::size_t accumulator_bytes() { return tile::shmem_size(tile_m, tile_n); }
 
+  // Depth of the K pipeline: loads of the next step overlap this one.
+  static constexpr int stages = 2;
+
   // Loads from global memory into scratch: plain copies here (a GPU
   // fragment may make them asynchronous until wait_copies).
   KOKKOS_INLINE_FUNCTION static void copy16(void* dst, const void* src) {
