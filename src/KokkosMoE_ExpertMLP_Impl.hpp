@@ -75,13 +75,17 @@ struct ExpertTileKernel {
   // are zero. Where the fragment keeps the storage type, whole aligned
   // 16-byte chunks go through frag::copy16, which may complete later (until
   // frag::wait_copies): the weights stream while the previous tile multiplies.
+  // Rows at or past `rows` are zeroed only when zero_rows is true: the
+  // kernels ask for it on a buffer's first use, after which nothing writes
+  // those rows (a one-token decode tile is 63 such rows out of 64).
   template <class RowAt>
   KOKKOS_INLINE_FUNCTION static void load(const member& m, const tile& t, int rows, int cols,
-                                          const RowAt& row_at) {
+                                          const RowAt& row_at, bool zero_rows) {
     using operand = typename frag::operand_type;
     constexpr int V =
         std::is_same<operand, Scalar>::value && (BK * sizeof(Scalar)) % 16 == 0 ? 16 / sizeof(Scalar) : 1;
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, t.extent_int(0) * (BK / V)), [&](int i) {
+    const int height = zero_rows ? t.extent_int(0) : (rows < t.extent_int(0) ? rows : t.extent_int(0));
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, height * (BK / V)), [&](int i) {
       const int r = i / (BK / V), c = (i % (BK / V)) * V;
       operand* dst = &t(r, c);
       if (r >= rows) {
@@ -172,11 +176,11 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
       if (s < steps) {
         const int k0 = s * BK, depth = H - k0 < BK ? H - k0 : BK, b = s % S;
         base::load(m, base::stage(xs, b, BM), w.rows, depth,
-                   [&](int r) { return &x(plan.order(w.first_row + r) / kk, k0); });
+                   [&](int r) { return &x(plan.order(w.first_row + r) / kk, k0); }, s < S);
         base::load(m, base::stage(gs, b, BN), cols, depth,
-                   [&](int n) { return &gate(w.expert, w.first_col + n, k0); });
+                   [&](int n) { return &gate(w.expert, w.first_col + n, k0); }, s < S);
         base::load(m, base::stage(us, b, BN), cols, depth,
-                   [&](int n) { return &up(w.expert, w.first_col + n, k0); });
+                   [&](int n) { return &up(w.expert, w.first_col + n, k0); }, s < S);
       }
       if (!base::ready(m, s)) continue;
       const int b = (s - (S - 1)) % S;
@@ -232,9 +236,9 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
       if (s < steps) {
         const int k0 = w.k_begin + s * BK, depth = w.k_end - k0 < BK ? w.k_end - k0 : BK, b = s % S;
         base::load(m, base::stage(hs, b, BM), w.rows, depth,
-                   [&](int r) { return &h(w.first_row + r, k0); });
+                   [&](int r) { return &h(w.first_row + r, k0); }, s < S);
         base::load(m, base::stage(ds, b, BN), cols, depth,
-                   [&](int n) { return &down(w.expert, w.first_col + n, k0); });
+                   [&](int n) { return &down(w.expert, w.first_col + n, k0); }, s < S);
       }
       if (!base::ready(m, s)) continue;
       const int b = (s - (S - 1)) % S;
