@@ -24,8 +24,8 @@ struct PortableFragment {
   using accumulator_type = tile;  // in scratch: each thread owns fixed elements
 
   // Rows of tokens, columns of outputs and depth per scratch tile. 32^3 keeps
-  // the five tiles of the fused gate/up kernel (~21 KiB) under Kokkos 3.4's
-  // 40 KiB level-0 cap on CUDA.
+  // the fused gate/up kernel's tiles (two stages of three operands and two
+  // accumulators, ~33 KiB) under Kokkos 3.4's 40 KiB level-0 cap on CUDA.
   static constexpr int tile_m = 32;
   static constexpr int tile_n = 32;
   static constexpr int tile_k = 32;
