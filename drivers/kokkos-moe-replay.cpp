@@ -18,8 +18,6 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <optional>
-#include <set>
 #include <string>
 #include <vector>
 

@@ -15,7 +15,6 @@ template <class ExecutionSpace>
 struct DispatchKernels {
   using memory_space = typename ExecutionSpace::memory_space;
   using ids_view     = Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, memory_space>;
-  using range        = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<int>>;
 
   DispatchPlan<memory_space> plan;
   ids_view ids;
