@@ -26,10 +26,12 @@ log() { echo "[deps] $*" >&2; }
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-# Debian packages: HDF5 (trace component), GoogleTest, Google Benchmark.
+# Debian packages: HDF5 (trace component), GoogleTest, Google Benchmark,
+# compilers.
 install_debian_packages() {
   local missing=()
-  for p in libhdf5-dev libgtest-dev libbenchmark-dev cmake g++ make patch; do
+  # gfortran: the Fortran module and example (CI checks them against the install).
+  for p in libhdf5-dev libgtest-dev libbenchmark-dev cmake g++ gfortran make patch; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
