@@ -1,8 +1,9 @@
 // The CUDA fragment: 16-bit operand tiles in team scratch multiplied on the
 // tensor cores (WMMA, 16x16x16, float accumulation in registers).
 //
-// A team is 4 warps in a 2 x 2 grid over the 64 x 64 output tile; each warp
-// owns 32 x 32 outputs as 2 x 2 accumulator fragments.
+// A team is 4 warps in a 2 x 2 grid over the output tile (64 x 64 for many
+// tokens per expert: each warp owns 2 x 2 accumulator fragments; 32 x 32 for
+// few: one fragment each, K steps twice as long).
 #ifndef KOKKOSMOE_CUDA_FRAGMENT_HPP
 #define KOKKOSMOE_CUDA_FRAGMENT_HPP
 
@@ -36,7 +37,7 @@ struct CudaMmaType<float16> {
   using type = __half;
 };
 
-template <class Scalar>
+template <class Scalar, int TileM, int TileN, int TileK>
 struct CudaTensorCoreFragment {
   using operand_type  = Scalar;
   using scratch_space = Kokkos::Cuda::scratch_memory_space;
@@ -44,7 +45,7 @@ struct CudaTensorCoreFragment {
                             Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using mma_type = typename CudaMmaType<Scalar>::type;
 
-  static constexpr int tile_m = 64, tile_n = 64, tile_k = 32;
+  static constexpr int tile_m = TileM, tile_n = TileN, tile_k = TileK;
   // Depth of the cp.async pipeline. Two stages of the gate/up kernel's three
   // operand tiles and its staging (39 KiB) fit Kokkos 3.4's 40 KiB team
   // scratch. (Four stages, 70 KiB with the shared-memory opt-in, measured

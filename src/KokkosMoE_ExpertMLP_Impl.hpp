@@ -18,9 +18,9 @@ namespace KokkosMoE {
 namespace Impl {
 
 // What both expert kernels share: the tile a team owns and the K sweep.
-template <class ExecutionSpace, class Scalar>
+template <class ExecutionSpace, class Scalar, TileSize Size>
 struct ExpertTileKernel {
-  using frag         = Fragment<ExecutionSpace, Scalar>;
+  using frag         = Fragment<ExecutionSpace, Scalar, Size>;
   using tile         = typename frag::tile;
   using memory_space = typename ExecutionSpace::memory_space;
   using policy       = Kokkos::TeamPolicy<ExecutionSpace>;
@@ -137,9 +137,9 @@ struct ExpertTileKernel {
 
 // h[p] = silu(x[token(p)] gate[e]^T) * (x[token(p)] up[e]^T) for the sorted
 // rows p of a tile; the gate and up products exist only in scratch.
-template <class ExecutionSpace, class Scalar>
-struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
-  using base = ExpertTileKernel<ExecutionSpace, Scalar>;
+template <class ExecutionSpace, class Scalar, TileSize Size>
+struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Size> {
+  using base = ExpertTileKernel<ExecutionSpace, Scalar, Size>;
   using typename base::member;
   using typename base::tile;
   using typename base::frag;
@@ -200,9 +200,9 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
 
 // y[s * A + a] = w[a] * (h[p] down[e]^T) over the K part s, for the
 // assignment a at sorted row p (A assignments; one part unless split).
-template <class ExecutionSpace, class Scalar>
-struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar> {
-  using base = ExpertTileKernel<ExecutionSpace, Scalar>;
+template <class ExecutionSpace, class Scalar, TileSize Size>
+struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Size> {
+  using base = ExpertTileKernel<ExecutionSpace, Scalar, Size>;
   using typename base::member;
   using typename base::tile;
   using typename base::frag;

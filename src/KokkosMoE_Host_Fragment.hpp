@@ -13,7 +13,7 @@
 namespace KokkosMoE {
 namespace Impl {
 
-template <class ExecutionSpace>
+template <class ExecutionSpace, int TileM = 32>
 struct PortableFragment {
   using scratch_space = typename ExecutionSpace::scratch_memory_space;
   // Tiles live in team scratch as float: 16-bit inputs are widened once on
@@ -26,7 +26,7 @@ struct PortableFragment {
   // Rows of tokens, columns of outputs and depth per scratch tile. 32^3 keeps
   // the fused gate/up kernel's tiles (two stages of three operands and two
   // accumulators, ~33 KiB) under Kokkos 3.4's 40 KiB level-0 cap on CUDA.
-  static constexpr int tile_m = 32;
+  static constexpr int tile_m = TileM;
   static constexpr int tile_n = 32;
   static constexpr int tile_k = 32;
 

@@ -24,6 +24,11 @@ namespace Impl {
 // split up to split_k_rows / A ways.
 constexpr std::int64_t split_k_rows = 512;
 
+// Batches with fewer rows (assignments) per active expert than this use the
+// small tiles (measured crossover on the H200, benchmarks/results).
+constexpr std::int64_t small_tile_rows_below = 32;
+constexpr TileSize tile_size(bool small) { return small ? TileSize::small : TileSize::large; }
+
 // Opens a profiling region for the lifetime of a stage.
 class StageRegion {
  public:
@@ -66,7 +71,11 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
     logits_ = decltype(logits_)("KokkosMoE::logits", T, E);
     if (!std::is_same<Scalar, float>::value) x_float_ = decltype(x_float_)("KokkosMoE::x_float", T, H);
   }
-  plan_ = DispatchPlan<memory_space>::allocate(int(E), T * k, Impl::Fragment<ExecutionSpace, Scalar>::tile_m);
+  // Room for the tiles of the smaller of the two shapes.
+  plan_ = DispatchPlan<memory_space>::allocate(
+      int(E), T * k,
+      std::min(Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::large>::tile_m,
+               Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::small>::tile_m));
   h_    = decltype(h_)("KokkosMoE::activations", T * k, F);
   // Spare rows hold the split-K partial sums of small batches.
   y_ = decltype(y_)("KokkosMoE::expert_outputs", std::max<std::int64_t>(T * k, Impl::split_k_rows), H);
@@ -147,8 +156,15 @@ void Layer<ExecutionSpace, Scalar>::dispatch(const const_ids_view& ids, std::int
   Impl::StageRegion region("KokkosMoE::dispatch");
   check_tokens(num_tokens, std::int64_t(ids.extent(0)), "ids");
   check_width(ids, config_.top_k, "ids");
+  // Few rows per expert (decode) take the small tiles; the choice needs
+  // only num_tokens, known on the host.
+  const std::int64_t assignments = num_tokens * config_.top_k;
+  const std::int64_t active      = std::min<std::int64_t>(assignments, config_.num_experts);
+  small_tiles_    = active > 0 && assignments / active < Impl::small_tile_rows_below;
+  plan_.tile_rows = small_tiles_ ? Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::small>::tile_m
+                                 : Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::large>::tile_m;
   Impl::DispatchKernels<ExecutionSpace>{plan_, ids, config_.num_experts, config_.top_k}.run(
-      exec_, int(num_tokens * config_.top_k));
+      exec_, int(assignments));
 }
 
 template <class ExecutionSpace, class Scalar>
@@ -156,9 +172,20 @@ void Layer<ExecutionSpace, Scalar>::gate_up(const const_tokens_view& x, std::int
   Impl::StageRegion region("KokkosMoE::gate_up");
   check_tokens(num_tokens, std::int64_t(x.extent(0)), "x");
   check_width(x, config_.hidden_size, "x");
+  if (num_tokens * config_.top_k == 0) return;
+  // The tile shape the last dispatch built its tiles for.
+  if (small_tiles_)
+    gate_up_tiles<true>(x, num_tokens);
+  else
+    gate_up_tiles<false>(x, num_tokens);
+}
+
+template <class ExecutionSpace, class Scalar>
+template <bool SmallTiles>
+void Layer<ExecutionSpace, Scalar>::gate_up_tiles(const const_tokens_view& x,
+                                                  std::int64_t num_tokens) {
+  using kernel = Impl::GateUpKernel<ExecutionSpace, Scalar, Impl::tile_size(SmallTiles)>;
   const std::int64_t assignments = num_tokens * config_.top_k;
-  if (assignments == 0) return;
-  using kernel = Impl::GateUpKernel<ExecutionSpace, Scalar>;
   kernel f;
   f.plan          = plan_;
   f.experts       = config_.num_experts;
@@ -180,9 +207,21 @@ void Layer<ExecutionSpace, Scalar>::down_combine(const const_weights_view& routi
   check_tokens(num_tokens, std::int64_t(out.extent(0)), "out");
   check_width(out, config_.hidden_size, "out");
   check_width(routing_weights, config_.top_k, "routing weights");
+  if (num_tokens * config_.top_k == 0) return;
+  if (small_tiles_)
+    down_combine_tiles<true>(routing_weights, out, num_tokens);
+  else
+    down_combine_tiles<false>(routing_weights, out, num_tokens);
+}
+
+template <class ExecutionSpace, class Scalar>
+template <bool SmallTiles>
+void Layer<ExecutionSpace, Scalar>::down_combine_tiles(const const_weights_view& routing_weights,
+                                                       const tokens_view& out,
+                                                       std::int64_t num_tokens) {
+  constexpr auto size = Impl::tile_size(SmallTiles);
+  using kernel        = Impl::DownKernel<ExecutionSpace, Scalar, size>;
   const std::int64_t assignments = num_tokens * config_.top_k;
-  if (assignments == 0) return;
-  using kernel = Impl::DownKernel<ExecutionSpace, Scalar>;
   kernel f;
   f.plan          = plan_;
   f.experts       = config_.num_experts;
@@ -197,7 +236,7 @@ void Layer<ExecutionSpace, Scalar>::down_combine(const const_weights_view& routi
   // Few tokens leave few tiles and a long F: split F so that the launch
   // still fills the device (partial sums go to spare rows of y).
   f.split_k(tiles, int(config_.ffn_size), assignments, std::int64_t(y_.extent(0)),
-            Impl::Fragment<ExecutionSpace, Scalar>::split_k_teams());
+            Impl::Fragment<ExecutionSpace, Scalar, size>::split_k_teams());
   Kokkos::parallel_for("KokkosMoE::down", f.make_policy(exec_, tiles, kernel::scratch_bytes()), f);
   Kokkos::parallel_for(
       "KokkosMoE::combine",

@@ -12,9 +12,9 @@ namespace Test {
 // c += a b^T through the fragment of (Space, Scalar), from global memory via
 // scratch tiles; a and b hold values representable in Scalar. (A free
 // function: CUDA lambdas cannot live in a test body, a private member.)
-template <class Space, class Scalar, class View>
+template <class Space, class Scalar, Impl::TileSize Size, class View>
 void fragment_mma(const View& a, const View& b, const View& c) {
-  using frag   = Impl::Fragment<Space, Scalar>;
+  using frag   = Impl::Fragment<Space, Scalar, Size>;
   using policy = Kokkos::TeamPolicy<Space>;
   const int M = frag::tile_m, N = frag::tile_n, K = frag::tile_k;
   const std::size_t bytes = frag::operand_bytes(M) + frag::operand_bytes(N) + frag::accumulator_bytes();
@@ -82,10 +82,11 @@ TYPED_TEST(EXPERTMLP_SUITE, GateUpActivationsMatchFloat64) {
   EXPECT_LT(worst, reference_tolerance<Scalar>());
 }
 
-// The backend's fragment alone: c += 2 a b^T on one full tile.
-TYPED_TEST(EXPERTMLP_SUITE, FragmentMultiplyAccumulate) {
-  using Scalar = TypeParam;
-  using frag   = Impl::Fragment<Space, Scalar>;
+// The backend's fragment alone, in either tile shape: c += 2 a b^T on one
+// full tile.
+template <class Scalar, Impl::TileSize Size>
+void expect_fragment_mma() {
+  using frag = Impl::Fragment<Space, Scalar, Size>;
   constexpr int M = frag::tile_m, N = frag::tile_n, K = frag::tile_k;
   Kokkos::View<float**, Kokkos::LayoutRight, Space::memory_space> a("a", M, K), b("b", N, K),
       c("c", M, N);
@@ -102,7 +103,7 @@ TYPED_TEST(EXPERTMLP_SUITE, FragmentMultiplyAccumulate) {
   Kokkos::deep_copy(b, hb);
   fill_uniform(c, -1, 1, 3);
   const auto c0 = to_double(c);
-  fragment_mma<Space, Scalar>(a, b, c);
+  fragment_mma<Space, Scalar, Size>(a, b, c);
   const auto got = to_double(c);
   for (int i = 0; i < M; ++i)
     for (int j = 0; j < N; ++j) {
@@ -110,5 +111,10 @@ TYPED_TEST(EXPERTMLP_SUITE, FragmentMultiplyAccumulate) {
       for (int q = 0; q < K; ++q) want += a0[i * K + q] * b0[j * K + q];
       EXPECT_NEAR(got[i * N + j], c0[i * N + j] + 2 * want, 1e-4) << i << "," << j;
     }
+}
+
+TYPED_TEST(EXPERTMLP_SUITE, FragmentMultiplyAccumulate) {
+  expect_fragment_mma<TypeParam, Impl::TileSize::large>();
+  expect_fragment_mma<TypeParam, Impl::TileSize::small>();
 }
 }  // namespace

@@ -86,6 +86,12 @@ class Layer {
   void check_tokens(std::int64_t num_tokens, std::int64_t rows, const char* what) const;
   template <class View>
   void check_width(const View& v, std::int64_t width, const char* what) const;
+  // The expert kernels for one tile shape (small: decode sizes).
+  template <bool SmallTiles>
+  void gate_up_tiles(const const_tokens_view& x, std::int64_t num_tokens);
+  template <bool SmallTiles>
+  void down_combine_tiles(const const_weights_view& routing_weights, const tokens_view& out,
+                          std::int64_t num_tokens);
 
   Config config_;
   weights_type weights_;
@@ -95,6 +101,7 @@ class Layer {
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> logits_;   // [max_tokens, E]
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> x_float_;  // router input, 16-bit types only
   DispatchPlan<memory_space> plan_;
+  bool small_tiles_ = false;  // the tile shape of the last dispatch
   Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h_;       // [max_tokens * k, F]
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y_;        // [max_tokens * k, H]
 };
