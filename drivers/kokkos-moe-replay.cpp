@@ -151,11 +151,11 @@ Shape resolve_shape(const Options& o, const Trace& trace) {
   return s;
 }
 
+// Replays the first T tokens of one layer in batches of `batch` tokens.
 template <class Scalar>
-LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, const TraceLayer& tl) {
+LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, const TraceLayer& tl,
+                         std::int64_t T, std::int64_t batch) {
   using layer_type = Layer<Space, Scalar>;
-  const std::int64_t T     = o.max_tokens ? std::min(o.max_tokens, trace.num_tokens) : trace.num_tokens;
-  const std::int64_t batch = std::max<std::int64_t>(1, o.batch ? std::min(o.batch, T) : std::min<std::int64_t>(T, 4096));
   const int k = s.top_k;
 
   Config c;
@@ -240,7 +240,8 @@ int replay(const Options& o, const Trace& trace, const Shape& s) {
   report.check   = o.check;
   report.tokens  = o.max_tokens ? std::min(o.max_tokens, trace.num_tokens) : trace.num_tokens;
   report.batch   = std::max<std::int64_t>(1, o.batch ? std::min(o.batch, report.tokens) : std::min<std::int64_t>(report.tokens, 4096));
-  for (const TraceLayer& tl : trace.layers) report.layers.push_back(replay_layer<Scalar>(o, s, trace, tl));
+  for (const TraceLayer& tl : trace.layers)
+    report.layers.push_back(replay_layer<Scalar>(o, s, trace, tl, report.tokens, report.batch));
   print_report(std::cout, report);
   if (!o.json.empty()) {
     std::ofstream f(o.json);

@@ -8,10 +8,7 @@ set -uo pipefail
 bundle=$(cd "$1" && pwd)
 out=${2:-${OUT:-./gpu-out}}
 mkdir -p "$out"
-# HDF5 and its dependencies travel in lib/; cuBLAS comes with the CUDA install.
-cublas=$( (ldconfig -p | awk '/libcublas\.so\.13/ {print $NF}'; ls /usr/local/cuda*/lib*/libcublas.so.13 \
-  /usr/local/cuda*/targets/*/lib/libcublas.so.13 2>/dev/null) | head -n 1)
-export LD_LIBRARY_PATH="$bundle/lib:${cublas:+$(dirname "$cublas"):}${LD_LIBRARY_PATH:-}"
+. "$(dirname "$0")/gpu-env.sh"
 bin=$bundle/bin
 status=0
 run() {  # name, command...: log to OUT/name.log, remember failures

@@ -9,9 +9,7 @@ set -uo pipefail
 bundle=$(cd "$1" && pwd) out=$2 pattern=$3 tokens=$4
 shift 4
 mkdir -p "$out"
-cublas=$( (ldconfig -p | awk '/libcublas\.so\.13/ {print $NF}'; ls /usr/local/cuda*/lib*/libcublas.so.13 \
-  /usr/local/cuda*/targets/*/lib/libcublas.so.13 2>/dev/null) | head -n 1)
-export LD_LIBRARY_PATH="$bundle/lib:${cublas:+$(dirname "$cublas"):}${LD_LIBRARY_PATH:-}"
+. "$(dirname "$0")/gpu-env.sh"
 for trace in "$bundle"/traces/*$pattern*.h5; do
   name=$(basename "$trace" .h5)
   # The first MoE layer of the trace, as the peer benchmark takes.
