@@ -22,8 +22,11 @@ struct Shape {
   std::int64_t reduce = 1;  // H and F were divided by this
 };
 
-enum Stage { dispatch_stage, gate_up_stage, down_combine_stage, total_stage, num_stages };
-constexpr const char* kStageNames[num_stages] = {"dispatch", "gate_up", "down_combine", "total"};
+// "total" enqueues the forward's kernels one by one; "graph" replays the
+// same forward recorded as one graph (a CUDA graph on CUDA: no per-kernel
+// launch cost, as a serving engine would run it).
+enum Stage { dispatch_stage, gate_up_stage, down_combine_stage, total_stage, graph_stage, num_stages };
+constexpr const char* kStageNames[num_stages] = {"dispatch", "gate_up", "down_combine", "total", "graph"};
 
 // Bytes each stage must move at least (the weights of the experts the batch
 // touches, once; activations once) and the flops it must do, per forward.
@@ -55,11 +58,13 @@ Traffic count_traffic(const Shape& s, std::size_t scalar_bytes, const HostIds& i
   // The layer as a whole: weights once, hidden states in and out, routing.
   t.bytes[total_stage] = experts * 3 * HF * sb + 2 * tokens_bytes + routing_bytes;
   t.flops[total_stage] = 6 * A * HF;
+  t.bytes[graph_stage] = t.bytes[total_stage];
+  t.flops[graph_stage] = t.flops[total_stage];
   return t;
 }
 
 struct StageTimes {
-  double dispatch = 0, gate_up = 0, down_combine = 0, total = 0;
+  double dispatch = 0, gate_up = 0, down_combine = 0, total = 0, graph = 0;
 };
 
 struct LayerReport {
@@ -71,7 +76,7 @@ struct LayerReport {
   std::int64_t checked_tokens = 0;
 
   void add(const StageTimes& st, const Traffic& t) {
-    const double s[num_stages] = {st.dispatch, st.gate_up, st.down_combine, st.total};
+    const double s[num_stages] = {st.dispatch, st.gate_up, st.down_combine, st.total, st.graph};
     for (int i = 0; i < num_stages; ++i) {
       seconds[i].push_back(s[i]);
       bytes[i] += t.bytes[i];

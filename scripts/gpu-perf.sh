@@ -28,7 +28,8 @@ except Exception as e:
     print(f"{name:32s} T={t:>5s} rc={rc} (no JSON: {e})"); sys.exit()
 for l in r["layers"]:
     s = l["stages"]
-    print(f"{name:32s} T={t:>5s} layer {l['layer']:>2d} total {s['total']['median_ms']:9.4f} ms "
+    g = s.get('graph', s['total'])
+    print(f"{name:32s} T={t:>5s} layer {l['layer']:>2d} graph {g['median_ms']:9.4f} ms total {s['total']['median_ms']:9.4f} ms "
           f"{s['total']['tflop_per_s']:7.2f} TFLOP/s {s['total']['gb_per_s']:8.1f} GB/s | "
           f"gate_up {s['gate_up']['median_ms']:8.4f} down {s['down_combine']['median_ms']:8.4f} "
           f"dispatch {s['dispatch']['median_ms']:7.4f} | err {l['check']['max_rel_err']:.2e} rc={rc}")

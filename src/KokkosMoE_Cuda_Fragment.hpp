@@ -1,15 +1,16 @@
 // The CUDA fragment: 16-bit operand tiles in team scratch multiplied on the
-// tensor cores (WMMA, 16x16x16, float accumulation in registers).
+// tensor cores with mma.sync (m16n8k16, float accumulation in registers),
+// operands read from scratch with ldmatrix.
 //
-// A team is 4 warps in a 2 x 2 grid over the output tile (64 x 64 for many
-// tokens per expert: each warp owns 2 x 2 accumulator fragments; 32 x 32 for
-// few: one fragment each, K steps twice as long).
+// A team is WarpsM x WarpsN warps over the output tile; each warp owns a
+// (TileM / WarpsM) x (TileN / WarpsN) block of accumulators in registers, so
+// store hands values straight from registers to the caller (no staging).
 #ifndef KOKKOSMOE_CUDA_FRAGMENT_HPP
 #define KOKKOSMOE_CUDA_FRAGMENT_HPP
 
 #include <Kokkos_Core.hpp>
 
-// bf16 WMMA needs compute capability 8.0 or newer.
+// bf16 mma.sync needs compute capability 8.0 or newer.
 #if defined(KOKKOS_ENABLE_CUDA) &&                                                   \
     (defined(KOKKOS_ARCH_AMPERE80) || defined(KOKKOS_ARCH_AMPERE86) ||               \
      defined(KOKKOS_ARCH_AMPERE87) || defined(KOKKOS_ARCH_ADA89) ||                  \
@@ -18,57 +19,91 @@
 
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <mma.h>
+#include <cstdint>
+#include <type_traits>
 
 namespace KokkosMoE {
 namespace Impl {
 
-// The CUDA type with the same bits as our storage type.
+// The PTX name of the 16-bit operand type.
 template <class Scalar>
-struct CudaMmaType;
+struct CudaMmaInstruction;
 template <>
-struct CudaMmaType<bfloat16> {
-  using type = __nv_bfloat16;
+struct CudaMmaInstruction<bfloat16> {
+  KOKKOS_INLINE_FUNCTION static void mma(float* d, const unsigned* a, unsigned b0, unsigned b1) {
+#ifdef __CUDA_ARCH__
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    (void)d, (void)a, (void)b0, (void)b1;
+#endif
+  }
 };
 template <>
-struct CudaMmaType<float16> {
-  using type = __half;
+struct CudaMmaInstruction<float16> {
+  KOKKOS_INLINE_FUNCTION static void mma(float* d, const unsigned* a, unsigned b0, unsigned b1) {
+#ifdef __CUDA_ARCH__
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+        "{%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+    (void)d, (void)a, (void)b0, (void)b1;
+#endif
+  }
 };
 
-template <class Scalar, int TileM, int TileN, int TileK>
+template <class Scalar, int TileM, int TileN, int TileK, int WarpsM, int WarpsN, int Stages>
 struct CudaTensorCoreFragment {
   using operand_type  = Scalar;
   using scratch_space = Kokkos::Cuda::scratch_memory_space;
   using tile = Kokkos::View<Scalar**, Kokkos::LayoutRight, scratch_space,
                             Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  using mma_type = typename CudaMmaType<Scalar>::type;
 
   static constexpr int tile_m = TileM, tile_n = TileN, tile_k = TileK;
-  // Depth of the cp.async pipeline. Two stages of the gate/up kernel's three
-  // operand tiles and its staging (39 KiB) fit Kokkos 3.4's 40 KiB team
-  // scratch. (Four stages, 70 KiB with the shared-memory opt-in, measured
-  // slower on the H200 at every size: 3 instead of 4 teams per multiprocessor.)
-  static constexpr int stages = 2;
-  static constexpr int warps_m = 2, warps_n = 2;
-  static constexpr int frags_m = tile_m / warps_m / 16, frags_n = tile_n / warps_n / 16;
-  // 8 elements (16 bytes) of padding: rows stay 16-byte aligned, as WMMA
-  // needs, and consecutive rows start in different shared-memory banks.
-  static constexpr int operand_stride = tile_k + 8;
-  // WMMA loads and stores need 256-bit aligned pointers.
-  static constexpr int alignment = 128;
+  // Depth of the cp.async pipeline (all stages of a kernel's operand tiles
+  // must fit Kokkos 3.4's 40 KiB of team scratch).
+  static constexpr int stages  = Stages;
+  static constexpr int warps_m = WarpsM, warps_n = WarpsN;
+  static constexpr int warp_m = tile_m / warps_m, warp_n = tile_n / warps_n;
+  static constexpr int frags_m = warp_m / 16, frags_n = warp_n / 8;
+  static_assert(warp_m % 16 == 0 && warp_n % 16 == 0 && tile_k % 16 == 0,
+                "a warp owns whole 16 x 16 blocks; K steps of 16");
 
-  static int team_size() { return 32 * warps_m * warps_n; }
-  // About 8 resident teams on each of ~132 multiprocessors.
-  static std::int64_t split_k_teams() { return 1024; }
+  // Rows are not padded but swizzled: 16-byte chunk c of row r sits at chunk
+  // c ^ swizzle(r), so the 8 rows one ldmatrix reads fall in 8 different
+  // bank groups. Unpadded tiles let the large shape keep two stages of the
+  // gate/up kernel's three operands (32 KiB) under the 40 KiB cap.
+  static constexpr int operand_stride = tile_k;
+  static constexpr int chunks         = tile_k / 8;
+  static constexpr int alignment      = 128;
+
+  // Threads per team, known at compile time (the kernels' full-tile loads
+  // unroll over it); 0 in a fragment whose team size is chosen at run time.
+  static constexpr int team_threads = 32 * warps_m * warps_n;
+  static int team_size() { return team_threads; }
+  // Split-K aims at this many teams: several waves of the ~4-8 resident
+  // teams on each of ~132 multiprocessors, so the last wave's idle share
+  // stays small.
+  static std::int64_t split_k_teams() {
+    return 4096;
+  }
 
   struct accumulator_type {
-    nvcuda::wmma::fragment<nvcuda::wmma::accumulator, 16, 16, 16, float> f[frags_m][frags_n];
-    float* staging;  // 16 x 16 floats per warp, for store
+    float c[frags_m][frags_n][4];
   };
 
   KOKKOS_INLINE_FUNCTION static operand_type to_operand(Scalar v) { return v; }
+
+  KOKKOS_INLINE_FUNCTION static int swizzle(int r) {
+    return chunks >= 8 ? (r & 7) : (r / (8 / chunks)) & (chunks - 1);
+  }
+  // Where element (r, c) of an operand tile lives.
+  KOKKOS_INLINE_FUNCTION static Scalar* element(const tile& t, int r, int c) {
+    return t.data() + r * tile_k + (((c >> 3) ^ swizzle(r)) << 3) + (c & 7);
+  }
 
   // Global to scratch without passing through registers (cp.async, sm_80+):
   // the copies of the next K step overlap the multiplication of this one.
@@ -100,29 +135,22 @@ struct CudaTensorCoreFragment {
     return tile(static_cast<Scalar*>(p), rows, operand_stride);
   }
   template <class Member>
-  KOKKOS_INLINE_FUNCTION static accumulator_type accumulator(const Member& member) {
-    accumulator_type acc;
-    acc.staging = static_cast<float*>(member.team_scratch(0).get_shmem_aligned(
-        std::size_t(warps_m * warps_n) * 256 * sizeof(float), alignment));
-    return acc;
+  KOKKOS_INLINE_FUNCTION static accumulator_type accumulator(const Member&) {
+    return accumulator_type{};
   }
   static std::size_t operand_bytes(int rows) {
     return std::size_t(rows) * operand_stride * sizeof(Scalar) + alignment;
   }
-  static std::size_t accumulator_bytes() {
-    return std::size_t(warps_m * warps_n) * 256 * sizeof(float) + alignment;
-  }
+  static std::size_t accumulator_bytes() { return 0; }  // registers only
 
   template <class Member>
   KOKKOS_INLINE_FUNCTION static void zero(const Member&, accumulator_type& acc) {
-#ifdef __CUDA_ARCH__
 #pragma unroll
     for (int i = 0; i < frags_m; ++i)
 #pragma unroll
-      for (int j = 0; j < frags_n; ++j) nvcuda::wmma::fill_fragment(acc.f[i][j], 0.0f);
-#else
-    (void)acc;
-#endif
+      for (int j = 0; j < frags_n; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc.c[i][j][e] = 0.0f;
   }
 
   // acc += a b^T for one or two (b, acc) pairs sharing the a fragments.
@@ -130,17 +158,17 @@ struct CudaTensorCoreFragment {
   KOKKOS_INLINE_FUNCTION static void mma_nt(const Member& member, const tile& a,
                                             Pairs&&... b_acc) {
 #ifdef __CUDA_ARCH__
-    using namespace nvcuda;
-    const int warp = member.team_rank() / 32;
-    const int row0 = (warp / warps_n) * (tile_m / warps_m);
-    const mma_type* pa = reinterpret_cast<const mma_type*>(a.data());
+    const int warp = member.team_rank() / 32, lane = member.team_rank() % 32;
+    const int row0 = (warp / warps_n) * warp_m;
 #pragma unroll
     for (int kk = 0; kk < tile_k; kk += 16) {
-      wmma::fragment<wmma::matrix_a, 16, 16, 16, mma_type, wmma::row_major> fa[frags_m];
+      // Four 8 x 8 blocks per 16 x 16 fragment: lanes 0-15 name rows 0-15 at
+      // column kk, lanes 16-31 the same rows at kk + 8 (the a0..a3 order).
+      unsigned fa[frags_m][4];
 #pragma unroll
       for (int i = 0; i < frags_m; ++i)
-        wmma::load_matrix_sync(fa[i], pa + (row0 + i * 16) * operand_stride + kk, operand_stride);
-      multiply(warp, kk, fa, b_acc...);
+        load_matrix(fa[i], element(a, row0 + i * 16 + lane % 16, kk + (lane / 16) * 8));
+      multiply(warp, lane, kk, fa, b_acc...);
     }
 #else
     (void)member, (void)a;
@@ -150,50 +178,55 @@ struct CudaTensorCoreFragment {
   // Calls f(m, n, values...) once per element of the tile.
   template <class Member, class F, class... Acc>
   KOKKOS_INLINE_FUNCTION static void store(const Member& member, const F& f, Acc&... acc) {
-#ifdef __CUDA_ARCH__
-    using namespace nvcuda;
     const int warp = member.team_rank() / 32, lane = member.team_rank() % 32;
-    const int row0 = (warp / warps_n) * (tile_m / warps_m);
-    const int col0 = (warp % warps_n) * (tile_n / warps_n);
+    const int row0 = (warp / warps_n) * warp_m + lane / 4;
+    const int col0 = (warp % warps_n) * warp_n + (lane % 4) * 2;
+    // Accumulator element e of an m16n8 block: row lane/4 (+ 8 for e >= 2),
+    // column 2 (lane % 4) + e % 2.
 #pragma unroll
     for (int i = 0; i < frags_m; ++i)
 #pragma unroll
-      for (int j = 0; j < frags_n; ++j) {
-        (wmma::store_matrix_sync(acc.staging + warp * 256, acc.f[i][j], 16, wmma::mem_row_major),
-         ...);
-        __syncwarp();
-        for (int e = lane; e < 256; e += 32)
-          f(row0 + i * 16 + e / 16, col0 + j * 16 + e % 16, acc.staging[warp * 256 + e]...);
-        __syncwarp();
-      }
-#else
-    (void)member, (void)f;
-#endif
+      for (int j = 0; j < frags_n; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          f(row0 + i * 16 + (e / 2) * 8, col0 + j * 8 + e % 2, acc.c[i][j][e]...);
   }
 
  private:
+  KOKKOS_INLINE_FUNCTION static void load_matrix(unsigned* r, const Scalar* p) {
+#ifdef __CUDA_ARCH__
+    const unsigned shared = static_cast<unsigned>(__cvta_generic_to_shared(p));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(shared)
+                 : "memory");
+#else
+    (void)r, (void)p;
+#endif
+  }
+
   template <class FragA>
-  KOKKOS_INLINE_FUNCTION static void multiply(int, int, const FragA&) {}
+  KOKKOS_INLINE_FUNCTION static void multiply(int, int, int, const FragA&) {}
 
   template <class FragA, class... Rest>
-  KOKKOS_INLINE_FUNCTION static void multiply(int warp, int kk, const FragA& fa, const tile& b,
-                                              accumulator_type& acc, Rest&&... rest) {
-#ifdef __CUDA_ARCH__
-    using namespace nvcuda;
-    const int col0     = (warp % warps_n) * (tile_n / warps_n);
-    const mma_type* pb = reinterpret_cast<const mma_type*>(b.data());
+  KOKKOS_INLINE_FUNCTION static void multiply(int warp, int lane, int kk, const FragA& fa,
+                                              const tile& b, accumulator_type& acc,
+                                              Rest&&... rest) {
+    const int col0 = (warp % warps_n) * warp_n;
 #pragma unroll
-    for (int j = 0; j < frags_n; ++j) {
-      // b holds [n][k] rows: read as a column-major K x N matrix.
-      wmma::fragment<wmma::matrix_b, 16, 16, 16, mma_type, wmma::col_major> fb;
-      wmma::load_matrix_sync(fb, pb + (col0 + j * 16) * operand_stride + kk, operand_stride);
+    for (int j = 0; j < frags_n; j += 2) {
+      // b holds [n][k] rows, the "col" operand of mma as it is. Blocks:
+      // (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15),
+      // that is b0 b1 of n-block j and b0 b1 of n-block j + 1.
+      unsigned fb[4];
+      load_matrix(fb, element(b, col0 + j * 8 + lane % 8 + (lane / 16) * 8, kk + ((lane / 8) % 2) * 8));
 #pragma unroll
-      for (int i = 0; i < frags_m; ++i) wmma::mma_sync(acc.f[i][j], fa[i], fb, acc.f[i][j]);
+      for (int i = 0; i < frags_m; ++i) {
+        CudaMmaInstruction<Scalar>::mma(acc.c[i][j], fa[i], fb[0], fb[1]);
+        CudaMmaInstruction<Scalar>::mma(acc.c[i][j + 1], fa[i], fb[2], fb[3]);
+      }
     }
-    multiply(warp, kk, fa, rest...);
-#else
-    (void)warp, (void)kk, (void)fa, (void)b, (void)acc;
-#endif
+    multiply(warp, lane, kk, fa, rest...);
   }
 };
 

@@ -21,10 +21,19 @@ struct DispatchKernels {
   int experts;
   int k;
 
+  struct Reset {};
   struct Count {};
   struct Scan {};
   struct Scatter {};
   struct Tiles {};
+
+  // Zeroes the counters in a kernel: a deep_copy of a value into a scalar
+  // view is a copy from the host stack, which a recorded graph would replay
+  // from a dead address.
+  KOKKOS_INLINE_FUNCTION void operator()(Reset, int e) const {
+    plan.counts(e) = 0;
+    if (e == 0) plan.invalid_ids() = 0;
+  }
 
   // Each assignment takes the next free row of its expert; the row order
   // within an expert does not change any result (rows are independent).
@@ -66,8 +75,10 @@ struct DispatchKernels {
   }
 
   void run(const ExecutionSpace& exec, int assignments) const {
-    Kokkos::deep_copy(exec, plan.counts, 0);
-    Kokkos::deep_copy(exec, plan.invalid_ids, 0);
+    Kokkos::parallel_for("KokkosMoE::dispatch::reset",
+                         Kokkos::RangePolicy<ExecutionSpace, Reset, Kokkos::IndexType<int>>(
+                             exec, 0, int(plan.counts.extent(0))),
+                         *this);
     Kokkos::parallel_for("KokkosMoE::dispatch::count",
                          Kokkos::RangePolicy<ExecutionSpace, Count, Kokkos::IndexType<int>>(
                              exec, 0, assignments),

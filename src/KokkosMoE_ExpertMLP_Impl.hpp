@@ -33,6 +33,7 @@ struct ExpertTileKernel {
   int column_blocks;  // ceil(N / BN)
   int splits = 1;     // parts of the K range, each its own team (split-K)
   int split_depth = 0;  // K per split, a multiple of BK
+  int tile_group  = 8;  // row tiles whose teams interleave (see work)
 
   struct Work {
     int expert, first_row, rows, first_col, split, k_begin, k_end;
@@ -40,11 +41,21 @@ struct ExpertTileKernel {
 
   // The (tile, column block, K split) of this team; false for the surplus
   // teams of the upper-bound launch (see max_tiles).
+  // Teams run in league order, so consecutive ranks walk the column blocks of
+  // a group of tile_group row tiles with the row tile fastest: the teams in
+  // flight together share each weight tile (read once from memory, then from
+  // L2) instead of each row tile streaming the whole expert again.
   KOKKOS_INLINE_FUNCTION bool work(const member& m, Work& w, int depth) const {
     const int per_tile = column_blocks * splits;
-    const int tile     = m.league_rank() / per_tile;
-    if (tile >= plan.tile_offsets(experts)) return false;
-    const int rest = m.league_rank() % per_tile;
+    const int tiles    = plan.tile_offsets(experts);
+    const int group    = m.league_rank() / (tile_group * per_tile);
+    const int first    = group * tile_group;
+    if (first >= tiles) return false;
+    const int in_group = tiles - first < tile_group ? tiles - first : tile_group;
+    const int index    = m.league_rank() - group * tile_group * per_tile;
+    const int tile     = first + index % in_group;
+    const int rest     = index / in_group;
+    if (rest >= per_tile) return false;
     w.expert    = plan.tiles(tile, 0);
     w.first_row = plan.tiles(tile, 1);
     w.rows      = plan.tiles(tile, 2) - w.first_row;
@@ -72,35 +83,99 @@ struct ExpertTileKernel {
   // Starts loading an operand tile [extent(0) x BK] in the fragment's
   // operand type. row_at(r) points at the tile's first element of source
   // row r (only called for r < rows); rows and columns outside (rows, cols)
-  // are zero. Where the fragment keeps the storage type, whole aligned
-  // 16-byte chunks go through frag::copy16, which may complete later (until
+  // are zero. Where the fragment keeps the storage type and `aligned` says
+  // every source row start is 16-byte aligned, whole 16-byte chunks go
+  // through frag::copy16, which may complete later (until
   // frag::wait_copies): the weights stream while the previous tile multiplies.
   // Rows at or past `rows` are zeroed only when zero_rows is true: the
   // kernels ask for it on a buffer's first use, after which nothing writes
-  // those rows (a one-token decode tile is 63 such rows out of 64).
+  // those rows (a one-token decode tile is 31 such rows out of 32).
+  //
+  // Thread t copies chunk column t % C of rows t / C, t / C + P, ... (C
+  // chunks per row, P = team size / C) when C divides the team: the column
+  // stays fixed and each next row is one add away, so a K step costs a few
+  // instructions per chunk (index arithmetic per chunk, measured with ncu,
+  // was 90 % of the instructions of the prefill kernel).
+  static constexpr int V = std::is_same<typename frag::operand_type, Scalar>::value &&
+                                   (BK * sizeof(Scalar)) % 16 == 0
+                               ? 16 / sizeof(Scalar)
+                               : 1;
+  static constexpr int C = BK / V;
+
+  // Whether rows of leading dimension ld starting at p are 16-byte aligned.
+  KOKKOS_INLINE_FUNCTION static bool rows_aligned(const Scalar* p, std::int64_t ld) {
+    return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && (ld * sizeof(Scalar)) % 16 == 0;
+  }
+
   template <class RowAt>
   KOKKOS_INLINE_FUNCTION static void load(const member& m, const tile& t, int rows, int cols,
-                                          const RowAt& row_at, bool zero_rows) {
-    using operand = typename frag::operand_type;
-    constexpr int V =
-        std::is_same<operand, Scalar>::value && (BK * sizeof(Scalar)) % 16 == 0 ? 16 / sizeof(Scalar) : 1;
-    const int height = zero_rows ? t.extent_int(0) : (rows < t.extent_int(0) ? rows : t.extent_int(0));
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, height * (BK / V)), [&](int i) {
-      const int r = i / (BK / V), c = (i % (BK / V)) * V;
-      operand* dst = &t(r, c);
+                                          const RowAt& row_at, bool aligned, bool zero_rows) {
+    const int height  = zero_rows ? t.extent_int(0) : (rows < t.extent_int(0) ? rows : t.extent_int(0));
+    const int threads = m.team_size(), rank = m.team_rank();
+    // 16-byte chunks need 16-byte aligned destinations too (the portable
+    // fragment pads its rows by one element).
+    const bool vector = V > 1 && aligned &&
+                        (frag::operand_stride * sizeof(typename frag::operand_type)) % 16 == 0 &&
+                        reinterpret_cast<std::uintptr_t>(t.data()) % 16 == 0;
+    const auto chunk  = [&](int r, int c) {
+      typename frag::operand_type* dst = frag::element(t, r, c);
       if (r >= rows) {
-        for (int v = 0; v < V; ++v) dst[v] = operand(0.0f);
+        for (int v = 0; v < V; ++v) dst[v] = typename frag::operand_type(0.0f);
         return;
       }
       const Scalar* src = row_at(r) + c;
-      if (V > 1 && c + V <= cols &&
-          (reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(dst)) % 16 == 0) {
+      if (vector && c + V <= cols) {
         frag::copy16(dst, src);
         return;
       }
-      for (int v = 0; v < V; ++v) dst[v] = c + v < cols ? frag::to_operand(src[v]) : operand(0.0f);
-    });
+      for (int v = 0; v < V; ++v)
+        dst[v] = c + v < cols ? frag::to_operand(src[v]) : typename frag::operand_type(0.0f);
+    };
+    if (threads % C == 0) {
+      const int c = (rank % C) * V;
+      for (int r = rank / C; r < height; r += threads / C) chunk(r, c);
+    } else {
+      for (int i = rank; i < height * C; i += threads) chunk(i / C, (i % C) * V);
+    }
   }
+
+  // The common case in a few instructions per chunk: a whole tile of Height
+  // rows, BK deep, 16-byte aligned, by a team of frag::team_threads threads
+  // (thread t: chunk column t % C of rows t / C + j P, P = threads / C; the
+  // swizzle of those rows is one constant per thread).
+  static constexpr int P = frag::team_threads >= C ? frag::team_threads / C : 1;
+  template <int Height>
+  static constexpr bool has_full_load() {
+    return V > 1 && frag::team_threads >= C && frag::team_threads % C == 0 && Height % P == 0;
+  }
+  template <int Height, class RowAt>
+  KOKKOS_INLINE_FUNCTION static void load_full(const member& m, const tile& t, const RowAt& row_at) {
+    const int rank = m.team_rank(), c = (rank % C) * V, r0 = rank / C;
+#pragma unroll
+    for (int j = 0; j < Height / P; ++j)
+      frag::copy16(frag::element(t, r0 + j * P, c), row_at(r0 + j * P) + c);
+  }
+  // load_full where it applies (full: the tile's rows and columns all exist
+  // and are aligned), load otherwise.
+  template <int Height, class RowAt>
+  KOKKOS_INLINE_FUNCTION static void load_tile(const member& m, const tile& t, int rows, int cols,
+                                               const RowAt& row_at, bool aligned, bool zero_rows) {
+    if (has_full_load<Height>() && aligned && rows >= Height && cols == BK)
+      load_full<has_full_load<Height>() ? Height : P>(m, t, row_at);
+    else
+      load(m, t, rows, cols, row_at, aligned, zero_rows);
+  }
+
+  // The token of each row of the tile, in scratch: the gathered rows of x
+  // are found with one scratch read instead of a global read and a division.
+  KOKKOS_INLINE_FUNCTION int* tile_tokens(const member& m, const Work& w) const {
+    int* tokens = static_cast<int*>(m.team_scratch(0).get_shmem(sizeof(int) * BM));
+    for (int r = m.team_rank(); r < BM; r += m.team_size())
+      tokens[r] = r < w.rows ? plan.order(w.first_row + r) / k : 0;
+    m.team_barrier();
+    return tokens;
+  }
+  static std::size_t tile_tokens_bytes() { return sizeof(int) * BM + 16; }
 
   // The K loop runs S = frag::stages deep: iteration s starts the loads of
   // step s into buffer s % S, then multiplies step c = s - (S - 1) while the
@@ -129,14 +204,24 @@ struct ExpertTileKernel {
     return true;
   }
 
-  policy make_policy(const ExecutionSpace& exec, std::int64_t tiles, std::size_t scratch) const {
-    return policy(exec, int(tiles * column_blocks * splits), frag::team_size())
-        .set_scratch_size(0, Kokkos::PerTeam(scratch));
+  // Light-weight: the functor travels as a kernel argument even past 512
+  // bytes, where Kokkos 3.4 would copy it to constant memory behind a host
+  // synchronisation (slower to launch, and not capturable in a CUDA graph).
+  auto make_policy(const ExecutionSpace& exec, std::int64_t tiles, std::size_t scratch) const {
+    return Kokkos::Experimental::require(
+        policy(exec, int(tiles * column_blocks * splits), frag::team_size())
+            .set_scratch_size(0, Kokkos::PerTeam(scratch)),
+        Kokkos::Experimental::WorkItemProperty::HintLightWeight);
   }
 };
 
+KOKKOS_INLINE_FUNCTION float silu_times(float g, float u) { return g / (1.0f + math::exp(-g)) * u; }
+
 // h[p] = silu(x[token(p)] gate[e]^T) * (x[token(p)] up[e]^T) for the sorted
-// rows p of a tile; the gate and up products exist only in scratch.
+// rows p of a tile; the gate and up products exist only in scratch. Split
+// over K (decode: few tiles), each part instead writes its gate and up
+// products to rows s * A + p of `partial` ([g | u], 2F wide) and
+// ActivationKernel finishes h.
 template <class ExecutionSpace, class Scalar, TileSize Size>
 struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Size> {
   using base = ExpertTileKernel<ExecutionSpace, Scalar, Size>;
@@ -153,10 +238,12 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Size> {
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> gate;    // [E, F, H]
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> up;      // [E, F, H]
   Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h;              // [T*k, F]
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> partial;         // [splits * A, 2F]
+  int assignments;                                                          // A = T * k
 
   static std::size_t scratch_bytes() {
     return frag::operand_bytes(S * BM) + 2 * frag::operand_bytes(S * BN) +
-           2 * frag::accumulator_bytes();
+           2 * frag::accumulator_bytes() + base::tile_tokens_bytes();
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member& m) const {
@@ -166,35 +253,73 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Size> {
     const int cols = F - w.first_col < BN ? F - w.first_col : BN;
     // S stages of each operand tile (see ready).
     const tile xs = frag::operand(m, S * BM), gs = frag::operand(m, S * BN), us = frag::operand(m, S * BN);
+    const int* tokens = this->tile_tokens(m, w);
     typename frag::accumulator_type g = frag::accumulator(m), u = frag::accumulator(m);
     frag::zero(m, g);
     frag::zero(m, u);
-    const auto& plan = this->plan;
-    const int kk     = this->k;
-    const int steps  = (H + BK - 1) / BK;
+    // Row starts computed once: x rows are gathered, weight rows are H apart.
+    const Scalar* x0    = x.data();
+    const Scalar* gate0 = &gate(w.expert, w.first_col, 0);
+    const Scalar* up0   = &up(w.expert, w.first_col, 0);
+    const bool aligned  = base::rows_aligned(x0, H) && base::rows_aligned(gate0, H) &&
+                         base::rows_aligned(up0, H);
+    const int steps = (w.k_end - w.k_begin + BK - 1) / BK;
     for (int s = 0; s < steps + S - 1; ++s) {
       if (s < steps) {
-        const int k0 = s * BK, depth = H - k0 < BK ? H - k0 : BK, b = s % S;
-        base::load(m, base::stage(xs, b, BM), w.rows, depth,
-                   [&](int r) { return &x(plan.order(w.first_row + r) / kk, k0); }, s < S);
-        base::load(m, base::stage(gs, b, BN), cols, depth,
-                   [&](int n) { return &gate(w.expert, w.first_col + n, k0); }, s < S);
-        base::load(m, base::stage(us, b, BN), cols, depth,
-                   [&](int n) { return &up(w.expert, w.first_col + n, k0); }, s < S);
+        const int k0 = w.k_begin + s * BK, depth = w.k_end - k0 < BK ? w.k_end - k0 : BK, b = s % S;
+        base::template load_tile<BM>(m, base::stage(xs, b, BM), w.rows, depth,
+                   [&](int r) { return x0 + std::int64_t(tokens[r]) * H + k0; }, aligned, s < S);
+        base::template load_tile<BN>(m, base::stage(gs, b, BN), cols, depth,
+                   [&](int n) { return gate0 + std::int64_t(n) * H + k0; }, aligned, s < S);
+        base::template load_tile<BN>(m, base::stage(us, b, BN), cols, depth,
+                   [&](int n) { return up0 + std::int64_t(n) * H + k0; }, aligned, s < S);
       }
       if (!base::ready(m, s)) continue;
       const int b = (s - (S - 1)) % S;
       frag::mma_nt(m, base::stage(xs, b, BM), base::stage(gs, b, BN), g, base::stage(us, b, BN), u);
       m.team_barrier();
     }
+    if (this->splits > 1) {
+      const std::int64_t row0 = std::int64_t(w.split) * assignments + w.first_row;
+      frag::store(
+          m,
+          [&](int r, int n, float gv, float uv) {
+            if (r < w.rows && n < cols) {
+              partial(row0 + r, w.first_col + n)     = gv;
+              partial(row0 + r, F + w.first_col + n) = uv;
+            }
+          },
+          g, u);
+      return;
+    }
     frag::store(
         m,
         [&](int r, int n, float gv, float uv) {
           if (r < w.rows && n < cols)
-            h(w.first_row + r, w.first_col + n) =
-                from_float<Scalar>(gv / (1.0f + math::exp(-gv)) * uv);
+            h(w.first_row + r, w.first_col + n) = from_float<Scalar>(silu_times(gv, uv));
         },
         g, u);
+  }
+};
+
+// h[p][f] from the K parts of a split gate/up (see GateUpKernel), summed in
+// a fixed order.
+template <class ExecutionSpace, class Scalar>
+struct ActivationKernel {
+  using memory_space = typename ExecutionSpace::memory_space;
+  Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> partial;  // [splits * A, 2F]
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h;             // [A, F]
+  std::int64_t F, assignments;
+  int splits;
+
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    const std::int64_t p = i / F, f = i % F;
+    float g = 0, u = 0;
+    for (int s = 0; s < splits; ++s) {
+      g += partial(s * assignments + p, f);
+      u += partial(s * assignments + p, F + f);
+    }
+    h(p, f) = from_float<Scalar>(silu_times(g, u));
   }
 };
 
@@ -231,14 +356,18 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Size> {
     const tile hs = frag::operand(m, S * BM), ds = frag::operand(m, S * BN);
     typename frag::accumulator_type acc = frag::accumulator(m);
     frag::zero(m, acc);
-    const int steps = (w.k_end - w.k_begin + BK - 1) / BK;
+    // Row starts computed once: rows of h and of down are F apart.
+    const Scalar* h0    = &h(w.first_row, 0);
+    const Scalar* down0 = &down(w.expert, w.first_col, 0);
+    const bool aligned  = base::rows_aligned(h0, F) && base::rows_aligned(down0, F);
+    const int steps     = (w.k_end - w.k_begin + BK - 1) / BK;
     for (int s = 0; s < steps + S - 1; ++s) {
       if (s < steps) {
         const int k0 = w.k_begin + s * BK, depth = w.k_end - k0 < BK ? w.k_end - k0 : BK, b = s % S;
-        base::load(m, base::stage(hs, b, BM), w.rows, depth,
-                   [&](int r) { return &h(w.first_row + r, k0); }, s < S);
-        base::load(m, base::stage(ds, b, BN), cols, depth,
-                   [&](int n) { return &down(w.expert, w.first_col + n, k0); }, s < S);
+        base::template load_tile<BM>(m, base::stage(hs, b, BM), w.rows, depth,
+                   [&](int r) { return h0 + std::int64_t(r) * F + k0; }, aligned, s < S);
+        base::template load_tile<BN>(m, base::stage(ds, b, BN), cols, depth,
+                   [&](int n) { return down0 + std::int64_t(n) * F + k0; }, aligned, s < S);
       }
       if (!base::ready(m, s)) continue;
       const int b = (s - (S - 1)) % S;

@@ -23,12 +23,20 @@ template <class ExecutionSpace, class Scalar, TileSize Size = TileSize::large>
 struct Fragment : PortableFragment<ExecutionSpace, Size == TileSize::large ? 32 : 16> {};
 
 #ifdef KOKKOSMOE_ENABLE_CUDA_TENSOR_CORES
-// Measured on the H200 (benchmarks/results): 64 x 64 x 32 is faster from
-// about 32 rows per expert, 32 x 32 x 64 below (up to 1.5x for decode).
+// Large (prefill): 128 x 64 tiles, 4 warps of 64 x 32. Small (decode):
+// 32 x 32, 4 warps of 16 x 16. With our Kokkos 3.4 patch (or any Kokkos
+// that opts in to the whole shared memory per block) the K steps are longer
+// and the pipelines deeper: 3 x 64 (96 KiB for gate/up) and 4 x 64 (48 KiB);
+// otherwise they fit the 40 KiB cap: 2 x 32 (32 KiB) and 3 x 64 (36 KiB).
 template <class Scalar>
 struct CudaFragmentOf {
-  using large = CudaTensorCoreFragment<Scalar, 64, 64, 32>;
-  using small = CudaTensorCoreFragment<Scalar, 32, 32, 64>;
+#ifdef KOKKOS_IMPL_CUDA_SHMEM_OPTIN
+  using large = CudaTensorCoreFragment<Scalar, 128, 64, 64, 2, 2, 3>;
+  using small = CudaTensorCoreFragment<Scalar, 32, 32, 64, 2, 2, 4>;
+#else
+  using large = CudaTensorCoreFragment<Scalar, 128, 64, 32, 2, 2, 2>;
+  using small = CudaTensorCoreFragment<Scalar, 32, 32, 64, 2, 2, 3>;
+#endif
 };
 template <TileSize Size>
 struct Fragment<Kokkos::Cuda, bfloat16, Size>

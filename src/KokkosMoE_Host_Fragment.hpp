@@ -40,6 +40,10 @@ struct PortableFragment {
     return to_float(v);
   }
 
+  // Where element (r, c) of an operand tile lives (a GPU fragment may
+  // permute it within the tile).
+  KOKKOS_INLINE_FUNCTION static float* element(const tile& t, int r, int c) { return &t(r, c); }
+
   template <class Member>
   KOKKOS_INLINE_FUNCTION static tile operand(const Member& member, int rows) {
     return tile(member.team_scratch(0), rows, operand_stride);
@@ -70,6 +74,7 @@ struct PortableFragment {
   // thread on host backends, about 8 per multiprocessor on GPUs.
   static std::int64_t split_k_teams() { return team_size() == 1 ? 64 : 1024; }
 
+  static constexpr int team_threads = 0;  // chosen at run time (team_size)
   static int team_size() {
     return Kokkos::SpaceAccessibility<Kokkos::HostSpace,
                                       typename ExecutionSpace::memory_space>::accessible

@@ -13,6 +13,7 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -79,6 +80,7 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
   h_    = decltype(h_)("KokkosMoE::activations", T * k, F);
   // Spare rows hold the split-K partial sums of small batches.
   y_ = decltype(y_)("KokkosMoE::expert_outputs", std::max<std::int64_t>(T * k, Impl::split_k_rows), H);
+  gate_up_parts_ = decltype(gate_up_parts_)("KokkosMoE::gate_up_parts", Impl::split_k_rows, 2 * F);
 }
 
 template <class ExecutionSpace, class Scalar>
@@ -160,7 +162,9 @@ void Layer<ExecutionSpace, Scalar>::dispatch(const const_ids_view& ids, std::int
   // only num_tokens, known on the host.
   const std::int64_t assignments = num_tokens * config_.top_k;
   const std::int64_t active      = std::min<std::int64_t>(assignments, config_.num_experts);
-  small_tiles_    = active > 0 && assignments / active < Impl::small_tile_rows_below;
+  std::int64_t below = Impl::small_tile_rows_below;
+  if (const char* e = std::getenv("KOKKOSMOE_SMALL_BELOW")) below = std::atoi(e);  // EXPERIMENT
+  small_tiles_    = active > 0 && assignments / active < below;
   plan_.tile_rows = small_tiles_ ? Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::small>::tile_m
                                  : Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::large>::tile_m;
   Impl::DispatchKernels<ExecutionSpace>{plan_, ids, config_.num_experts, config_.top_k}.run(
@@ -195,8 +199,23 @@ void Layer<ExecutionSpace, Scalar>::gate_up_tiles(const const_tokens_view& x,
   f.gate          = weights_.gate;
   f.up            = weights_.up;
   f.h             = h_;
+  f.partial       = gate_up_parts_;
+  f.assignments   = int(assignments);
   const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts, kernel::BM);
+  // Decode: few tiles would leave most multiprocessors idle or run in one
+  // and a bit waves; split H (parts to gate_up_parts_, then one activation
+  // pass), as the down projection splits F.
+  if (SmallTiles)
+    f.split_k(tiles, int(config_.hidden_size), assignments, std::int64_t(gate_up_parts_.extent(0)),
+              Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::small>::split_k_teams());
   Kokkos::parallel_for("KokkosMoE::gate_up", f.make_policy(exec_, tiles, kernel::scratch_bytes()), f);
+  if (f.splits > 1)
+    Kokkos::parallel_for(
+        "KokkosMoE::activation",
+        Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
+            exec_, 0, assignments * config_.ffn_size),
+        Impl::ActivationKernel<ExecutionSpace, Scalar>{gate_up_parts_, h_, config_.ffn_size,
+                                                        assignments, f.splits});
 }
 
 template <class ExecutionSpace, class Scalar>

@@ -24,10 +24,10 @@ void fragment_mma(const View& a, const View& b, const View& c) {
         const typename frag::tile as = frag::operand(m, M), bs = frag::operand(m, N);
         typename frag::accumulator_type cs = frag::accumulator(m);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(m, M * K), [&](int i) {
-          as(i / K, i % K) = frag::to_operand(Scalar(a(i / K, i % K)));
+          *frag::element(as, i / K, i % K) = frag::to_operand(Scalar(a(i / K, i % K)));
         });
         Kokkos::parallel_for(Kokkos::TeamThreadRange(m, N * K), [&](int i) {
-          bs(i / K, i % K) = frag::to_operand(Scalar(b(i / K, i % K)));
+          *frag::element(bs, i / K, i % K) = frag::to_operand(Scalar(b(i / K, i % K)));
         });
         frag::zero(m, cs);
         m.team_barrier();

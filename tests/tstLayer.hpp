@@ -2,6 +2,7 @@
 #include "TestUtils.hpp"
 
 #include <KokkosMoE/KokkosMoE_Unfused.hpp>
+#include <KokkosMoE/KokkosMoE_WorkGraph.hpp>
 
 #define KMOE_CAT_(a, b) a##b
 #define KMOE_CAT(a, b) KMOE_CAT_(a, b)
@@ -33,6 +34,7 @@ const Case cases[] = {
     {"many_experts", 256, 8, 32, 40, 64, 256}, {"k_equals_E", 6, 6, 20, 24, 9, 6},
     {"off_tile_large", 4, 2, 100, 130, 75, 3},
     {"split_k_decode", 4, 2, 40, 300, 3, 4},  // few tiles, long F: the down projection splits F
+    {"split_k_gate_up", 4, 2, 300, 40, 3, 4},  // few tiles, long H: gate/up split H
 };
 
 // A random problem of the case's shape, with its routing set.
@@ -151,11 +153,30 @@ TEST(LAYER_SUITE, ForwardEnqueuesKernelsAndNeverFences) {
   tools::set_begin_fence_callback(nullptr);
   Kokkos::fence();
   EXPECT_EQ(launch_count().fences, 0);
-  // dispatch: count, scan, scatter, tiles (+ up to two fills); gate_up; down; combine.
-  EXPECT_GE(launch_count().kernels, 7);
+  // dispatch: reset, count, scan, scatter, tiles; gate_up (+ its activation
+  // pass when split over H); down; combine.
+  EXPECT_GE(launch_count().kernels, 8);
   EXPECT_LE(launch_count().kernels, 9);
   RecordProperty("kernels_per_forward", launch_count().kernels);
   EXPECT_LT(p.error(33), reference_tolerance<bfloat16>());
+}
+
+// The forward recorded once (a CUDA graph on CUDA) and replayed gives the
+// reference result; a decode-size batch, so gate/up and down split over K.
+TEST(LAYER_SUITE, ForwardReplaysAsOneGraph) {
+  Problem<Space, bfloat16> p(8, 2, 512, 256, 2);
+  p.set_routing(random_routing(2, 2, first_experts(8), 4));
+  const Space exec = WorkGraph<Space>::capture_instance();
+  Layer<Space, bfloat16> layer(p.config, p.weights, exec);
+  layer.forward(p.x, p.ids, p.routing_weights, p.out, 2);
+  const WorkGraph<Space> graph(exec, [&] { layer.forward(p.x, p.ids, p.routing_weights, p.out, 2); });
+  Kokkos::deep_copy(p.out, bfloat16(0.0f));
+  Kokkos::fence();
+  graph.launch();
+  graph.launch();  // replays are repeatable
+  Kokkos::fence();
+  EXPECT_LT(p.error(2), reference_tolerance<bfloat16>());
+  EXPECT_EQ(layer.invalid_ids(), 0);
 }
 
 TEST(LAYER_SUITE, InvalidIdsAreCountedAndContributeNothing) {

@@ -104,6 +104,8 @@ class Layer {
   bool small_tiles_ = false;  // the tile shape of the last dispatch
   Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h_;       // [max_tokens * k, F]
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y_;        // [max_tokens * k, H]
+  // Split-K parts of the gate and up products of small batches: [rows, 2F].
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> gate_up_parts_;
 };
 
 }  // namespace KokkosMoE
