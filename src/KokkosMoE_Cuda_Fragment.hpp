@@ -55,7 +55,8 @@ struct CudaMmaInstruction<float16> {
   }
 };
 
-template <class Scalar, int TileM, int TileN, int TileK, int WarpsM, int WarpsN, int Stages>
+template <class Scalar, int TileM, int TileN, int TileK, int WarpsM, int WarpsN, int Stages,
+          int MinTeams>
 struct CudaTensorCoreFragment {
   using operand_type  = Scalar;
   using scratch_space = Kokkos::Cuda::scratch_memory_space;
@@ -84,6 +85,8 @@ struct CudaTensorCoreFragment {
   // unroll over it); 0 in a fragment whose team size is chosen at run time.
   static constexpr int team_threads = 32 * warps_m * warps_n;
   static int team_size() { return team_threads; }
+  // At least MinTeams resident teams per multiprocessor: caps registers.
+  using launch_bounds = Kokkos::LaunchBounds<team_threads, MinTeams>;
   // Split-K aims at this many teams: several waves of the ~4-8 resident
   // teams on each of ~132 multiprocessors, so the last wave's idle share
   // stays small.

@@ -23,7 +23,7 @@ struct ExpertTileKernel {
   using frag         = Fragment<ExecutionSpace, Scalar, Size>;
   using tile         = typename frag::tile;
   using memory_space = typename ExecutionSpace::memory_space;
-  using policy       = Kokkos::TeamPolicy<ExecutionSpace>;
+  using policy       = Kokkos::TeamPolicy<ExecutionSpace, typename frag::launch_bounds>;
   using member       = typename policy::member_type;
   static constexpr int BM = frag::tile_m, BN = frag::tile_n, BK = frag::tile_k;
 

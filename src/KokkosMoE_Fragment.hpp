@@ -7,45 +7,62 @@
 #include "KokkosMoE_Cuda_Fragment.hpp"
 #include "KokkosMoE_Host_Fragment.hpp"
 
+#include <cstdint>
 #include <type_traits>
 
 namespace KokkosMoE {
 namespace Impl {
 
-// Tile shapes: `large` for many tokens per expert (prefill: more reuse of
-// each weight tile), `small` for few (decode: fewer wasted rows, longer
-// contiguous weight reads per K step). The layer picks one per batch.
-enum class TileSize { large, small };
+// Tile shapes: `large` for many tokens per expert (prefill: most reuse of
+// each weight tile), `small` for few (decode: fewer wasted rows, weights
+// streamed by many teams), `medium` between. The layer picks one per batch.
+enum class TileSize { large, medium, small };
+
+// The tile shape of a batch from its rows (assignments) per active expert,
+// at the crossovers measured on the H200 (benchmarks/results/README.md):
+// 32-row tiles are 1.06x faster than 64-row ones at 8 rows per expert, even
+// at 16 and 1.08x slower at 16 with skew (DeepSeek-V3, Zipf 0.5); 64-row
+// tiles are 1.2-1.5x faster than 128-row ones from 32 to 256 rows, even at
+// 384 and 1.05x slower at 512.
+constexpr std::int64_t small_tile_rows_below = 16;
+constexpr std::int64_t large_tile_rows_from  = 512;
+inline TileSize tile_size_for(std::int64_t rows_per_expert) {
+  return rows_per_expert < small_tile_rows_below  ? TileSize::small
+         : rows_per_expert < large_tile_rows_from ? TileSize::medium
+                                                  : TileSize::large;
+}
 
 // Backends specialise this (CUDA tensor cores, AMD matrix cores); until a
 // backend has its own, the portable fragment serves it.
 template <class ExecutionSpace, class Scalar, TileSize Size = TileSize::large>
-struct Fragment : PortableFragment<ExecutionSpace, Size == TileSize::large ? 32 : 16> {};
+struct Fragment : PortableFragment<ExecutionSpace, Size == TileSize::small ? 16 : 32> {};
 
 #ifdef KOKKOSMOE_ENABLE_CUDA_TENSOR_CORES
-// Large (prefill): 128 x 64 tiles, 4 warps of 64 x 32. Small (decode):
-// 32 x 32, 4 warps of 16 x 16. With our Kokkos 3.4 patch (or any Kokkos
-// that opts in to the whole shared memory per block) the K steps are longer
-// and the pipelines deeper: 3 x 64 (96 KiB for gate/up) and 4 x 64 (48 KiB);
-// otherwise they fit the 40 KiB cap: 2 x 32 (32 KiB) and 3 x 64 (36 KiB).
+// Large (prefill): 128 x 64 tiles, 4 warps of 64 x 32, 2 teams per
+// multiprocessor. Medium: 64 x 64, 4 warps of 32 x 32, 3 teams. Small
+// (decode): 32 x 32, 4 warps of 16 x 16, 4 teams. With our Kokkos 3.4 patch
+// (or any Kokkos that opts in to the whole shared memory per block) K steps
+// are 64 deep and the pipelines 3 or 4 stages (96, 72 and 48 KiB for
+// gate/up); otherwise they fit the 40 KiB cap (2 stages, K = 32 for large).
 template <class Scalar>
 struct CudaFragmentOf {
 #ifdef KOKKOS_IMPL_CUDA_SHMEM_OPTIN
-  using large = CudaTensorCoreFragment<Scalar, 128, 64, 64, 2, 2, 3>;
-  using small = CudaTensorCoreFragment<Scalar, 32, 32, 64, 2, 2, 4>;
+  using large  = CudaTensorCoreFragment<Scalar, 128, 64, 64, 2, 2, 3, 2>;
+  using medium = CudaTensorCoreFragment<Scalar, 64, 64, 64, 2, 2, 3, 3>;
+  using small  = CudaTensorCoreFragment<Scalar, 32, 32, 64, 2, 2, 4, 4>;
 #else
-  using large = CudaTensorCoreFragment<Scalar, 128, 64, 32, 2, 2, 2>;
-  using small = CudaTensorCoreFragment<Scalar, 32, 32, 64, 2, 2, 3>;
+  using large  = CudaTensorCoreFragment<Scalar, 128, 64, 32, 2, 2, 2, 2>;
+  using medium = CudaTensorCoreFragment<Scalar, 64, 64, 32, 2, 2, 2, 3>;
+  using small  = CudaTensorCoreFragment<Scalar, 32, 32, 64, 2, 2, 3, 4>;
 #endif
+  template <TileSize Size>
+  using of = std::conditional_t<Size == TileSize::large, large,
+                                std::conditional_t<Size == TileSize::medium, medium, small>>;
 };
 template <TileSize Size>
-struct Fragment<Kokkos::Cuda, bfloat16, Size>
-    : std::conditional_t<Size == TileSize::large, CudaFragmentOf<bfloat16>::large,
-                         CudaFragmentOf<bfloat16>::small> {};
+struct Fragment<Kokkos::Cuda, bfloat16, Size> : CudaFragmentOf<bfloat16>::of<Size> {};
 template <TileSize Size>
-struct Fragment<Kokkos::Cuda, float16, Size>
-    : std::conditional_t<Size == TileSize::large, CudaFragmentOf<float16>::large,
-                         CudaFragmentOf<float16>::small> {};
+struct Fragment<Kokkos::Cuda, float16, Size> : CudaFragmentOf<float16>::of<Size> {};
 #endif
 
 }  // namespace Impl

@@ -75,6 +75,7 @@ struct PortableFragment {
   static std::int64_t split_k_teams() { return team_size() == 1 ? 64 : 1024; }
 
   static constexpr int team_threads = 0;  // chosen at run time (team_size)
+  using launch_bounds               = Kokkos::LaunchBounds<>;
   static int team_size() {
     return Kokkos::SpaceAccessibility<Kokkos::HostSpace,
                                       typename ExecutionSpace::memory_space>::accessible

@@ -13,7 +13,6 @@
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
-#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -24,11 +23,6 @@ namespace Impl {
 // Rows of partial results kept for split-K: a batch of A assignments can be
 // split up to split_k_rows / A ways.
 constexpr std::int64_t split_k_rows = 512;
-
-// Batches with fewer rows (assignments) per active expert than this use the
-// small tiles (measured crossover on the H200, benchmarks/results).
-constexpr std::int64_t small_tile_rows_below = 32;
-constexpr TileSize tile_size(bool small) { return small ? TileSize::small : TileSize::large; }
 
 // Opens a profiling region for the lifetime of a stage.
 class StageRegion {
@@ -158,15 +152,18 @@ void Layer<ExecutionSpace, Scalar>::dispatch(const const_ids_view& ids, std::int
   Impl::StageRegion region("KokkosMoE::dispatch");
   check_tokens(num_tokens, std::int64_t(ids.extent(0)), "ids");
   check_width(ids, config_.top_k, "ids");
-  // Few rows per expert (decode) take the small tiles; the choice needs
-  // only num_tokens, known on the host.
+  // The tile shape from the rows per expert if all experts that can be
+  // active are: the choice needs only num_tokens, known on the host.
   const std::int64_t assignments = num_tokens * config_.top_k;
-  const std::int64_t active      = std::min<std::int64_t>(assignments, config_.num_experts);
-  std::int64_t below = Impl::small_tile_rows_below;
-  if (const char* e = std::getenv("KOKKOSMOE_SMALL_BELOW")) below = std::atoi(e);  // EXPERIMENT
-  small_tiles_    = active > 0 && assignments / active < below;
-  plan_.tile_rows = small_tiles_ ? Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::small>::tile_m
-                                 : Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::large>::tile_m;
+  const std::int64_t active      = std::max<std::int64_t>(
+      1, std::min<std::int64_t>(assignments, config_.num_experts));
+  const Impl::TileSize size = Impl::tile_size_for(assignments / active);
+  tile_size_                = int(size);
+  plan_.tile_rows = size == Impl::TileSize::small
+                        ? Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::small>::tile_m
+                    : size == Impl::TileSize::medium
+                        ? Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::medium>::tile_m
+                        : Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::large>::tile_m;
   Impl::DispatchKernels<ExecutionSpace>{plan_, ids, config_.num_experts, config_.top_k}.run(
       exec_, int(assignments));
 }
@@ -178,17 +175,18 @@ void Layer<ExecutionSpace, Scalar>::gate_up(const const_tokens_view& x, std::int
   check_width(x, config_.hidden_size, "x");
   if (num_tokens * config_.top_k == 0) return;
   // The tile shape the last dispatch built its tiles for.
-  if (small_tiles_)
-    gate_up_tiles<true>(x, num_tokens);
-  else
-    gate_up_tiles<false>(x, num_tokens);
+  switch (Impl::TileSize(tile_size_)) {
+    case Impl::TileSize::small: gate_up_tiles<int(Impl::TileSize::small)>(x, num_tokens); break;
+    case Impl::TileSize::medium: gate_up_tiles<int(Impl::TileSize::medium)>(x, num_tokens); break;
+    case Impl::TileSize::large: gate_up_tiles<int(Impl::TileSize::large)>(x, num_tokens); break;
+  }
 }
 
 template <class ExecutionSpace, class Scalar>
-template <bool SmallTiles>
+template <int Size>
 void Layer<ExecutionSpace, Scalar>::gate_up_tiles(const const_tokens_view& x,
                                                   std::int64_t num_tokens) {
-  using kernel = Impl::GateUpKernel<ExecutionSpace, Scalar, Impl::tile_size(SmallTiles)>;
+  using kernel = Impl::GateUpKernel<ExecutionSpace, Scalar, Impl::TileSize(Size)>;
   const std::int64_t assignments = num_tokens * config_.top_k;
   kernel f;
   f.plan          = plan_;
@@ -205,7 +203,7 @@ void Layer<ExecutionSpace, Scalar>::gate_up_tiles(const const_tokens_view& x,
   // Decode: few tiles would leave most multiprocessors idle or run in one
   // and a bit waves; split H (parts to gate_up_parts_, then one activation
   // pass), as the down projection splits F.
-  if (SmallTiles)
+  if (Impl::TileSize(Size) == Impl::TileSize::small)
     f.split_k(tiles, int(config_.hidden_size), assignments, std::int64_t(gate_up_parts_.extent(0)),
               Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::small>::split_k_teams());
   Kokkos::parallel_for("KokkosMoE::gate_up", f.make_policy(exec_, tiles, kernel::scratch_bytes()), f);
@@ -227,18 +225,25 @@ void Layer<ExecutionSpace, Scalar>::down_combine(const const_weights_view& routi
   check_width(out, config_.hidden_size, "out");
   check_width(routing_weights, config_.top_k, "routing weights");
   if (num_tokens * config_.top_k == 0) return;
-  if (small_tiles_)
-    down_combine_tiles<true>(routing_weights, out, num_tokens);
-  else
-    down_combine_tiles<false>(routing_weights, out, num_tokens);
+  switch (Impl::TileSize(tile_size_)) {
+    case Impl::TileSize::small:
+      down_combine_tiles<int(Impl::TileSize::small)>(routing_weights, out, num_tokens);
+      break;
+    case Impl::TileSize::medium:
+      down_combine_tiles<int(Impl::TileSize::medium)>(routing_weights, out, num_tokens);
+      break;
+    case Impl::TileSize::large:
+      down_combine_tiles<int(Impl::TileSize::large)>(routing_weights, out, num_tokens);
+      break;
+  }
 }
 
 template <class ExecutionSpace, class Scalar>
-template <bool SmallTiles>
+template <int Size>
 void Layer<ExecutionSpace, Scalar>::down_combine_tiles(const const_weights_view& routing_weights,
                                                        const tokens_view& out,
                                                        std::int64_t num_tokens) {
-  constexpr auto size = Impl::tile_size(SmallTiles);
+  constexpr auto size = Impl::TileSize(Size);
   using kernel        = Impl::DownKernel<ExecutionSpace, Scalar, size>;
   const std::int64_t assignments = num_tokens * config_.top_k;
   kernel f;

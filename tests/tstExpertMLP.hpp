@@ -113,8 +113,21 @@ void expect_fragment_mma() {
     }
 }
 
+// The layer tests' cases reach every tile shape (tstLayer.hpp: 10, 75 and
+// 600 rows per expert).
+TEST(EXPERTMLP_SUITE, TileShapeFollowsRowsPerExpert) {
+  EXPECT_EQ(Impl::tile_size_for(1), Impl::TileSize::small);
+  EXPECT_EQ(Impl::tile_size_for(10), Impl::TileSize::small);
+  EXPECT_EQ(Impl::tile_size_for(15), Impl::TileSize::small);
+  EXPECT_EQ(Impl::tile_size_for(16), Impl::TileSize::medium);
+  EXPECT_EQ(Impl::tile_size_for(75), Impl::TileSize::medium);
+  EXPECT_EQ(Impl::tile_size_for(511), Impl::TileSize::medium);
+  EXPECT_EQ(Impl::tile_size_for(600), Impl::TileSize::large);
+}
+
 TYPED_TEST(EXPERTMLP_SUITE, FragmentMultiplyAccumulate) {
   expect_fragment_mma<TypeParam, Impl::TileSize::large>();
+  expect_fragment_mma<TypeParam, Impl::TileSize::medium>();
   expect_fragment_mma<TypeParam, Impl::TileSize::small>();
 }
 }  // namespace

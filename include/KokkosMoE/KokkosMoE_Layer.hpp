@@ -86,10 +86,11 @@ class Layer {
   void check_tokens(std::int64_t num_tokens, std::int64_t rows, const char* what) const;
   template <class View>
   void check_width(const View& v, std::int64_t width, const char* what) const;
-  // The expert kernels for one tile shape (small: decode sizes).
-  template <bool SmallTiles>
+  // The expert kernels for one tile shape (Impl::TileSize: small for decode
+  // sizes, medium, large for many rows per expert).
+  template <int Size>
   void gate_up_tiles(const const_tokens_view& x, std::int64_t num_tokens);
-  template <bool SmallTiles>
+  template <int Size>
   void down_combine_tiles(const const_weights_view& routing_weights, const tokens_view& out,
                           std::int64_t num_tokens);
 
@@ -101,7 +102,7 @@ class Layer {
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> logits_;   // [max_tokens, E]
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> x_float_;  // router input, 16-bit types only
   DispatchPlan<memory_space> plan_;
-  bool small_tiles_ = false;  // the tile shape of the last dispatch
+  int tile_size_ = 0;  // the Impl::TileSize of the last dispatch
   Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h_;       // [max_tokens * k, F]
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y_;        // [max_tokens * k, H]
   // Split-K parts of the gate and up products of small batches: [rows, 2F].
