@@ -25,35 +25,26 @@
 namespace KokkosMoE {
 namespace Impl {
 
-// The PTX name of the 16-bit operand type.
+// d += a b on the tensor cores: one m16n8k16 mma.sync with float
+// accumulators; ptx_type names the 16-bit operand type ("bf16", "f16").
+#define KOKKOSMOE_MMA_M16N8K16(ptx_type, d, a, b0, b1)                                         \
+  asm("mma.sync.aligned.m16n8k16.row.col.f32." ptx_type "." ptx_type                          \
+      ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                          \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                         \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1))
+
 template <class Scalar>
-struct CudaMmaInstruction;
-template <>
-struct CudaMmaInstruction<bfloat16> {
-  KOKKOS_INLINE_FUNCTION static void mma(float* d, const unsigned* a, unsigned b0, unsigned b1) {
+KOKKOS_INLINE_FUNCTION void mma_m16n8k16(float* d, const unsigned* a, unsigned b0, unsigned b1) {
 #ifdef __CUDA_ARCH__
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  if constexpr (std::is_same<Scalar, bfloat16>::value)
+    KOKKOSMOE_MMA_M16N8K16("bf16", d, a, b0, b1);
+  else
+    KOKKOSMOE_MMA_M16N8K16("f16", d, a, b0, b1);
 #else
-    (void)d, (void)a, (void)b0, (void)b1;
+  (void)d, (void)a, (void)b0, (void)b1;
 #endif
-  }
-};
-template <>
-struct CudaMmaInstruction<float16> {
-  KOKKOS_INLINE_FUNCTION static void mma(float* d, const unsigned* a, unsigned b0, unsigned b1) {
-#ifdef __CUDA_ARCH__
-    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-        "{%8,%9}, {%0,%1,%2,%3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#else
-    (void)d, (void)a, (void)b0, (void)b1;
-#endif
-  }
-};
+}
+#undef KOKKOSMOE_MMA_M16N8K16
 
 template <class Scalar, int TileM, int TileN, int TileK, int WarpsM, int WarpsN, int Stages,
           int MinTeams>
@@ -225,8 +216,8 @@ struct CudaTensorCoreFragment {
       load_matrix(fb, element(b, col0 + j * 8 + lane % 8 + (lane / 16) * 8, kk + ((lane / 8) % 2) * 8));
 #pragma unroll
       for (int i = 0; i < frags_m; ++i) {
-        CudaMmaInstruction<Scalar>::mma(acc.c[i][j], fa[i], fb[0], fb[1]);
-        CudaMmaInstruction<Scalar>::mma(acc.c[i][j + 1], fa[i], fb[2], fb[3]);
+        mma_m16n8k16<Scalar>(acc.c[i][j], fa[i], fb[0], fb[1]);
+        mma_m16n8k16<Scalar>(acc.c[i][j + 1], fa[i], fb[2], fb[3]);
       }
     }
     multiply(warp, lane, kk, fa, rest...);

@@ -145,7 +145,7 @@ struct ExpertTileKernel {
   // swizzle of those rows is one constant per thread).
   static constexpr int P = frag::team_threads >= C ? frag::team_threads / C : 1;
   template <int Height>
-  static constexpr bool has_full_load() {
+  KOKKOS_INLINE_FUNCTION static constexpr bool has_full_load() {
     return V > 1 && frag::team_threads >= C && frag::team_threads % C == 0 && Height % P == 0;
   }
   template <int Height, class RowAt>
