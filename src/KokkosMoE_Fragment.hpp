@@ -7,6 +7,7 @@
 #include "KokkosMoE_Cuda_Fragment.hpp"
 #include "KokkosMoE_Host_Fragment.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -66,6 +67,22 @@ struct Fragment<Kokkos::Cuda, bfloat16, Size> : CudaFragmentOf<bfloat16>::of<Siz
 template <TileSize Size>
 struct Fragment<Kokkos::Cuda, float16, Size> : CudaFragmentOf<float16>::of<Size> {};
 #endif
+
+// Rows per tile of each shape, and the fewest over all shapes (the dispatch
+// plan is sized for the most tiles).
+template <class ExecutionSpace, class Scalar>
+int tile_rows(TileSize size) {
+  return size == TileSize::small    ? Fragment<ExecutionSpace, Scalar, TileSize::small>::tile_m
+         : size == TileSize::medium ? Fragment<ExecutionSpace, Scalar, TileSize::medium>::tile_m
+                                    : Fragment<ExecutionSpace, Scalar, TileSize::large>::tile_m;
+}
+template <class ExecutionSpace, class Scalar>
+int min_tile_rows() {
+  const int rows[] = {tile_rows<ExecutionSpace, Scalar>(TileSize::small),
+                      tile_rows<ExecutionSpace, Scalar>(TileSize::medium),
+                      tile_rows<ExecutionSpace, Scalar>(TileSize::large)};
+  return *std::min_element(rows, rows + 3);
+}
 
 }  // namespace Impl
 }  // namespace KokkosMoE

@@ -66,11 +66,9 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
     logits_ = decltype(logits_)("KokkosMoE::logits", T, E);
     if (!std::is_same<Scalar, float>::value) x_float_ = decltype(x_float_)("KokkosMoE::x_float", T, H);
   }
-  // Room for the tiles of the smaller of the two shapes.
-  plan_ = DispatchPlan<memory_space>::allocate(
-      int(E), T * k,
-      std::min(Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::large>::tile_m,
-               Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::small>::tile_m));
+  // Room for the tiles of the shape with the fewest rows per tile.
+  plan_ = DispatchPlan<memory_space>::allocate(int(E), T * k,
+                                               Impl::min_tile_rows<ExecutionSpace, Scalar>());
   h_    = decltype(h_)("KokkosMoE::activations", T * k, F);
   // Spare rows hold the split-K partial sums of small batches.
   y_ = decltype(y_)("KokkosMoE::expert_outputs", std::max<std::int64_t>(T * k, Impl::split_k_rows), H);
@@ -159,11 +157,7 @@ void Layer<ExecutionSpace, Scalar>::dispatch(const const_ids_view& ids, std::int
       1, std::min<std::int64_t>(assignments, config_.num_experts));
   const Impl::TileSize size = Impl::tile_size_for(assignments / active);
   tile_size_                = int(size);
-  plan_.tile_rows = size == Impl::TileSize::small
-                        ? Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::small>::tile_m
-                    : size == Impl::TileSize::medium
-                        ? Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::medium>::tile_m
-                        : Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::large>::tile_m;
+  plan_.tile_rows           = Impl::tile_rows<ExecutionSpace, Scalar>(size);
   Impl::DispatchKernels<ExecutionSpace>{plan_, ids, config_.num_experts, config_.top_k}.run(
       exec_, int(assignments));
 }
