@@ -179,6 +179,13 @@ TEST(LAYER_SUITE, ForwardReplaysAsOneGraph) {
   Kokkos::fence();
   EXPECT_LT(p.error(2), reference_tolerance<bfloat16>());
   EXPECT_EQ(layer.invalid_ids(), 0);
+  // New routing in the same views: dispatch runs on the device, so the
+  // recorded forward follows it.
+  p.set_routing(random_routing(2, 2, {6, 7}, 11));
+  Kokkos::fence();
+  graph.launch();
+  Kokkos::fence();
+  EXPECT_LT(p.error(2), reference_tolerance<bfloat16>());
 }
 
 TEST(LAYER_SUITE, InvalidIdsAreCountedAndContributeNothing) {
