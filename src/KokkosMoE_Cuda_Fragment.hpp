@@ -69,6 +69,7 @@ struct CudaTensorCoreFragment {
   // bank groups. Unpadded tiles let the large shape keep two stages of the
   // gate/up kernel's three operands (32 KiB) under the 40 KiB cap.
   static constexpr int operand_stride = tile_k;
+  static constexpr bool k_contiguous  = true;  // 8 consecutive k in a 16-byte chunk
   static constexpr int chunks         = tile_k / 8;
   static constexpr int alignment      = 128;
 

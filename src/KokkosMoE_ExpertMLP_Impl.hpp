@@ -97,7 +97,7 @@ struct ExpertTileKernel {
   // instructions per chunk (index arithmetic per chunk, measured with ncu,
   // was 90 % of the instructions of the prefill kernel).
   static constexpr int V = std::is_same<typename frag::operand_type, Scalar>::value &&
-                                   (BK * sizeof(Scalar)) % 16 == 0
+                                   frag::k_contiguous && (BK * sizeof(Scalar)) % 16 == 0
                                ? 16 / sizeof(Scalar)
                                : 1;
   static constexpr int C = BK / V;
@@ -112,24 +112,23 @@ struct ExpertTileKernel {
                                           const RowAt& row_at, bool aligned, bool zero_rows) {
     const int height  = zero_rows ? t.extent_int(0) : (rows < t.extent_int(0) ? rows : t.extent_int(0));
     const int threads = m.team_size(), rank = m.team_rank();
-    // 16-byte chunks need 16-byte aligned destinations too (the portable
-    // fragment pads its rows by one element).
+    // 16-byte chunks need 16-byte aligned destinations too.
     const bool vector = V > 1 && aligned &&
                         (frag::operand_stride * sizeof(typename frag::operand_type)) % 16 == 0 &&
                         reinterpret_cast<std::uintptr_t>(t.data()) % 16 == 0;
-    const auto chunk  = [&](int r, int c) {
-      typename frag::operand_type* dst = frag::element(t, r, c);
+    using operand    = typename frag::operand_type;
+    const auto chunk = [&](int r, int c) {
       if (r >= rows) {
-        for (int v = 0; v < V; ++v) dst[v] = typename frag::operand_type(0.0f);
+        for (int v = 0; v < V; ++v) *frag::element(t, r, c + v) = operand(0.0f);
         return;
       }
       const Scalar* src = row_at(r) + c;
       if (vector && c + V <= cols) {
-        frag::copy16(dst, src);
+        frag::copy16(frag::element(t, r, c), src);
         return;
       }
       for (int v = 0; v < V; ++v)
-        dst[v] = c + v < cols ? frag::to_operand(src[v]) : typename frag::operand_type(0.0f);
+        *frag::element(t, r, c + v) = c + v < cols ? frag::to_operand(src[v]) : operand(0.0f);
     };
     if (threads % C == 0) {
       const int c = (rank % C) * V;

@@ -17,7 +17,7 @@ template <class ExecutionSpace, int TileM = 32>
 struct PortableFragment {
   using scratch_space = typename ExecutionSpace::scratch_memory_space;
   // Tiles live in team scratch as float: 16-bit inputs are widened once on
-  // load, so the inner loop is a float dot product the compiler vectorises.
+  // load, so the inner loops are float arithmetic the compiler vectorises.
   using tile = Kokkos::View<float**, Kokkos::LayoutRight, scratch_space,
                             Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using operand_type     = float;
@@ -30,19 +30,23 @@ struct PortableFragment {
   static constexpr int tile_n = 32;
   static constexpr int tile_k = 32;
 
-  // Operand tiles hold [rows][tile_k] with one column of padding: with 32
-  // floats per row, every row would start in the same shared-memory bank on
-  // GPUs and a warp reading one column would serialise 32-fold.
-  static constexpr int operand_stride = tile_k + 1;
+  // Operand tiles of R rows hold their elements k-major, [tile_k][R] (see
+  // element): the multiplication then runs over contiguous rows of outputs,
+  // which vectorises without reassociating a sum, and a GPU warp reads
+  // consecutive elements. operand_stride * R floats hold a tile.
+  static constexpr int operand_stride = tile_k;
+  // Elements consecutive in k are not adjacent: loads go one element at a time.
+  static constexpr bool k_contiguous = false;
 
   template <class Scalar>
   KOKKOS_INLINE_FUNCTION static float to_operand(Scalar v) {
     return to_float(v);
   }
 
-  // Where element (r, c) of an operand tile lives (a GPU fragment may
-  // permute it within the tile).
-  KOKKOS_INLINE_FUNCTION static float* element(const tile& t, int r, int c) { return &t(r, c); }
+  // Where element (r, c) of an operand tile lives: k-major.
+  KOKKOS_INLINE_FUNCTION static float* element(const tile& t, int r, int c) {
+    return t.data() + c * t.extent_int(0) + r;
+  }
 
   template <class Member>
   KOKKOS_INLINE_FUNCTION static tile operand(const Member& member, int rows) {
@@ -101,39 +105,45 @@ struct PortableFragment {
     });
   }
 
-  // acc[m][n] += sum_k a[m][k] * b[n][k].
-  template <class Member>
-  KOKKOS_INLINE_FUNCTION static void mma_nt(const Member& member, const tile& a, const tile& b,
-                                            const tile& acc) {
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, tile_m * tile_n), [&](int i) {
-      acc(i / tile_n, i % tile_n) += dot(a, i / tile_n, b, i % tile_n);
-    });
-  }
-
-  // The same for two weight tiles sharing one read of a (fused gate/up).
-  template <class Member>
+  // acc[m][n] += sum_k a[m][k] * b[n][k], for one or two (b, acc) pairs
+  // sharing the reads of a (fused gate/up). A one-thread team (host) runs k
+  // outermost and n innermost: acc rows and b's k-slices are contiguous.
+  // A GPU team gives each thread fixed outputs and sums over k.
+  template <class Member, class... Pairs>
   KOKKOS_INLINE_FUNCTION static void mma_nt(const Member& member, const tile& a,
-                                            const tile& b0, const tile& acc0,
-                                            const tile& b1, const tile& acc1) {
+                                            const Pairs&... b_acc) {
+    if (member.team_size() == 1) {
+      const float* pa = a.data();
+      for (int k = 0; k < tile_k; ++k)
+        for (int m = 0; m < tile_m; ++m) axpy_rows(pa[k * tile_m + m], k, m, b_acc...);
+      return;
+    }
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, tile_m * tile_n), [&](int i) {
-      const int m = i / tile_n, n = i % tile_n;
-      float s0 = 0, s1 = 0;
-      for (int k = 0; k < tile_k; ++k) {
-        s0 += a(m, k) * b0(n, k);
-        s1 += a(m, k) * b1(n, k);
-      }
-      acc0(m, n) += s0;
-      acc1(m, n) += s1;
+      dot_into(a, i / tile_n, i % tile_n, b_acc...);
     });
   }
 
  private:
-  KOKKOS_INLINE_FUNCTION static float dot(const tile& a, int m, const tile& b, int n) {
-    float s = 0;
-    for (int k = 0; k < tile_k; ++k) s += a(m, k) * b(n, k);
-    return s;
+  // acc[m][:] += am * b[k][:] for each (b, acc).
+  KOKKOS_INLINE_FUNCTION static void axpy_rows(float, int, int) {}
+  template <class... Rest>
+  KOKKOS_INLINE_FUNCTION static void axpy_rows(float am, int k, int m, const tile& b,
+                                               const tile& acc, const Rest&... rest) {
+    const float* pb = b.data() + k * tile_n;
+    float* row      = &acc(m, 0);
+    for (int n = 0; n < tile_n; ++n) row[n] += am * pb[n];
+    axpy_rows(am, k, m, rest...);
   }
-
+  // acc[m][n] += sum_k a[k][m] b[k][n] for each (b, acc).
+  KOKKOS_INLINE_FUNCTION static void dot_into(const tile&, int, int) {}
+  template <class... Rest>
+  KOKKOS_INLINE_FUNCTION static void dot_into(const tile& a, int m, int n, const tile& b,
+                                              const tile& acc, const Rest&... rest) {
+    float s = 0;
+    for (int k = 0; k < tile_k; ++k) s += a.data()[k * tile_m + m] * b.data()[k * tile_n + n];
+    acc(m, n) += s;
+    dot_into(a, m, n, rest...);
+  }
 };
 
 }  // namespace Impl

@@ -13,13 +13,13 @@ namespace Test {
 // scratch tiles; a and b hold values representable in Scalar. (A free
 // function: CUDA lambdas cannot live in a test body, a private member.)
 template <class Space, class Scalar, Impl::TileSize Size, class View>
-void fragment_mma(const View& a, const View& b, const View& c) {
+void fragment_mma(const View& a, const View& b, const View& c, int team_size) {
   using frag   = Impl::Fragment<Space, Scalar, Size>;
   using policy = Kokkos::TeamPolicy<Space>;
   const int M = frag::tile_m, N = frag::tile_n, K = frag::tile_k;
   const std::size_t bytes = frag::operand_bytes(M) + frag::operand_bytes(N) + frag::accumulator_bytes();
   Kokkos::parallel_for(
-      policy(1, frag::team_size()).set_scratch_size(0, Kokkos::PerTeam(bytes)),
+      policy(1, team_size).set_scratch_size(0, Kokkos::PerTeam(bytes)),
       KOKKOS_LAMBDA(const typename policy::member_type& m) {
         const typename frag::tile as = frag::operand(m, M), bs = frag::operand(m, N);
         typename frag::accumulator_type cs = frag::accumulator(m);
@@ -101,16 +101,23 @@ void expect_fragment_mma() {
   for (int i = 0; i < N * K; ++i) hb.data()[i] = float(b0[i]);
   Kokkos::deep_copy(a, ha);
   Kokkos::deep_copy(b, hb);
-  fill_uniform(c, -1, 1, 3);
-  const auto c0 = to_double(c);
-  fragment_mma<Space, Scalar, Size>(a, b, c);
-  const auto got = to_double(c);
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j) {
-      double want = 0;
-      for (int q = 0; q < K; ++q) want += a0[i * K + q] * b0[j * K + q];
-      EXPECT_NEAR(got[i * N + j], c0[i * N + j] + 2 * want, 1e-4) << i << "," << j;
-    }
+  // The fragment's own team size, and on a host backend that allows it a
+  // team of two (the portable fragment's loop for GPU teams).
+  std::vector<int> team_sizes = {frag::team_size()};
+  if (frag::team_size() == 1 && Space().concurrency() >= 2) team_sizes.push_back(2);
+  for (int team_size : team_sizes) {
+    SCOPED_TRACE("team size " + std::to_string(team_size));
+    fill_uniform(c, -1, 1, 3);
+    const auto c0 = to_double(c);
+    fragment_mma<Space, Scalar, Size>(a, b, c, team_size);
+    const auto got = to_double(c);
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        double want = 0;
+        for (int q = 0; q < K; ++q) want += a0[i * K + q] * b0[j * K + q];
+        EXPECT_NEAR(got[i * N + j], c0[i * N + j] + 2 * want, 1e-4) << i << "," << j;
+      }
+  }
 }
 
 // The layer tests' cases reach every tile shape (tstLayer.hpp: 10, 75 and
