@@ -130,7 +130,18 @@ struct ExpertTileKernel {
       for (int v = 0; v < V; ++v)
         *frag::element(t, r, c + v) = c + v < cols ? frag::to_operand(src[v]) : operand(0.0f);
     };
-    if (threads % C == 0) {
+    if (threads == 1) {
+      // One thread (host backends): row by row, one row start each.
+      for (int r = 0; r < height; ++r) {
+        if (r >= rows) {
+          for (int c = 0; c < BK; ++c) *frag::element(t, r, c) = operand(0.0f);
+          continue;
+        }
+        const Scalar* src = row_at(r);
+        for (int c = 0; c < BK; ++c)
+          *frag::element(t, r, c) = c < cols ? frag::to_operand(src[c]) : operand(0.0f);
+      }
+    } else if (threads % C == 0) {
       const int c = (rank % C) * V;
       for (int r = rank / C; r < height; r += threads / C) chunk(r, c);
     } else {
