@@ -26,8 +26,6 @@ namespace KokkosMoE {
 template <class ExecutionSpace>
 class WorkGraph {
  public:
-  static constexpr bool is_graph = false;  // replays by enqueuing the work again
-
   // An instance whose work can be recorded: the default one here.
   static ExecutionSpace capture_instance() { return ExecutionSpace(); }
 
@@ -52,8 +50,6 @@ inline void cuda_check(cudaError_t e, const char* what) {
 template <>
 class WorkGraph<Kokkos::Cuda> {
  public:
-  static constexpr bool is_graph = true;
-
   // A Kokkos::Cuda instance on a stream of its own (the default instance
   // may run on the legacy stream, which cannot be captured). The stream is
   // destroyed at Kokkos::finalize.
