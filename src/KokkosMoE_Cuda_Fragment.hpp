@@ -5,6 +5,11 @@
 // A team is WarpsM x WarpsN warps over the output tile; each warp owns a
 // (TileM / WarpsM) x (TileN / WarpsN) block of accumulators in registers, so
 // store hands values straight from registers to the caller (no staging).
+//
+// Shapes whose warps own 16 full-width rows each, 64 deep, are warpgroup
+// shapes: in code compiled for sm_90a, each four warps multiply their 64 rows
+// with Hopper's wgmma straight from scratch (KokkosMoE_Cuda_Warpgroup.hpp),
+// whose accumulators sit in the same registers as mma.sync's.
 #ifndef KOKKOSMOE_CUDA_FRAGMENT_HPP
 #define KOKKOSMOE_CUDA_FRAGMENT_HPP
 
@@ -18,6 +23,8 @@
 #define KOKKOSMOE_ENABLE_CUDA_TENSOR_CORES
 
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
+
+#include "KokkosMoE_Cuda_Warpgroup.hpp"
 
 #include <cstdint>
 #include <type_traits>
@@ -71,7 +78,15 @@ struct CudaTensorCoreFragment {
   static constexpr int operand_stride = tile_k;
   static constexpr bool k_contiguous  = true;  // 8 consecutive k in a 16-byte chunk
   static constexpr int chunks         = tile_k / 8;
-  static constexpr int alignment      = 128;
+  // Warpgroup shapes: tile lines are the 128-byte lines of wgmma's swizzle
+  // (which is ours at 8 chunks per line), in 1024-byte aligned tiles.
+  static constexpr bool warpgroup_shape = warps_n == 1 && warp_m == 16 && warps_m % 4 == 0 &&
+                                          tile_k * sizeof(Scalar) == warpgroup::line_bytes &&
+                                          (tile_n == 64 || tile_n == 128 || tile_n == 256);
+  static constexpr int alignment = warpgroup_shape ? warpgroup::atom_bytes : 128;
+  // Batches of multiplies mma_nt leaves running (wgmma is asynchronous: the
+  // next K step's barrier and waits overlap it); finish waits for them.
+  static constexpr int mma_in_flight = warpgroup_shape ? 1 : 0;
 
   // Threads per team, known at compile time (the kernels' full-tile loads
   // unroll over it); 0 in a fragment whose team size is chosen at run time.
@@ -116,10 +131,15 @@ struct CudaTensorCoreFragment {
 #endif
   }
   // Waits until at most `pending` committed groups of this thread are in flight.
+  // (Where wgmma reads the tiles, also makes this thread's scratch writes
+  // visible to it, ahead of the team barrier.)
   template <int pending>
   KOKKOS_INLINE_FUNCTION static void wait_copies() {
 #ifdef __CUDA_ARCH__
     asm volatile("cp.async.wait_group %0;\n" ::"n"(pending) : "memory");
+#endif
+#ifdef KOKKOSMOE_CUDA_WARPGROUP_MMA
+    if constexpr (warpgroup_shape) warpgroup::fence_shared_for_async();
 #endif
   }
 
@@ -152,6 +172,12 @@ struct CudaTensorCoreFragment {
   template <class Member, class... Pairs>
   KOKKOS_INLINE_FUNCTION static void mma_nt(const Member& member, const tile& a,
                                             Pairs&&... b_acc) {
+#ifdef KOKKOSMOE_CUDA_WARPGROUP_MMA
+    if constexpr (warpgroup_shape) {
+      warpgroup_mma(member, a, b_acc...);
+      return;
+    }
+#endif
 #ifdef __CUDA_ARCH__
     const int warp = member.team_rank() / 32, lane = member.team_rank() % 32;
     const int row0 = (warp / warps_n) * warp_m;
@@ -167,6 +193,20 @@ struct CudaTensorCoreFragment {
     }
 #else
     (void)member, (void)a;
+#endif
+  }
+
+  // Waits for the multiplies mma_nt left running: the accumulators are then
+  // final (call before store).
+  template <class Member, class... Acc>
+  KOKKOS_INLINE_FUNCTION static void finish(const Member&, Acc&... acc) {
+#ifdef KOKKOSMOE_CUDA_WARPGROUP_MMA
+    if constexpr (warpgroup_shape) {
+      warpgroup::wait<0>();
+      (pin(acc), ...);
+    }
+#else
+    ((void)acc, ...);
 #endif
   }
 
@@ -188,6 +228,55 @@ struct CudaTensorCoreFragment {
   }
 
  private:
+#ifdef KOKKOSMOE_CUDA_WARPGROUP_MMA
+  // Each warpgroup: its 64 rows of a times b, K in steps of 16 (32 bytes on
+  // in both descriptors), as one batch; returns when at most mma_in_flight
+  // batches (this one) are still running. Two b tiles one after the
+  // other in scratch (as the gate/up kernel lays gate and up) are one tile
+  // twice as wide: one instruction, half the reads of a.
+  template <class Member>
+  __device__ static void warpgroup_mma(const Member& member, const tile& a, const tile& b,
+                                       accumulator_type& acc) {
+    warpgroup_mma(member, a, b, acc, acc, std::integral_constant<int, tile_n>());
+  }
+  template <class Member>
+  __device__ static void warpgroup_mma(const Member& member, const tile& a, const tile& b0,
+                                       accumulator_type& acc0, const tile& b1,
+                                       accumulator_type& acc1) {
+    if (b1.data() == b0.data() + tile_n * tile_k) {
+      warpgroup_mma(member, a, b0, acc0, acc1, std::integral_constant<int, 2 * tile_n>());
+    } else {
+      warpgroup_mma(member, a, b0, acc0);
+      warpgroup_mma(member, a, b1, acc1);
+    }
+  }
+  // b is N rows; the accumulators of columns [0, N / 2) are in lo, the rest
+  // in hi (the same accumulator when N is one tile wide).
+  template <class Member, int N>
+  __device__ static void warpgroup_mma(const Member& member, const tile& a, const tile& b,
+                                       accumulator_type& lo, accumulator_type& hi,
+                                       std::integral_constant<int, N>) {
+    const std::uint64_t da = warpgroup::descriptor(a.data() + (member.team_rank() / 128) * 64 * tile_k);
+    const std::uint64_t db = warpgroup::descriptor(b.data());
+    float* const l = &lo.c[0][0][0];
+    float* const h = N == tile_n ? l + N / 4 : &hi.c[0][0][0];
+    pin(lo), pin(hi);
+    warpgroup::fence();
+#pragma unroll
+    for (int kk = 0; kk < tile_k / 16; ++kk)
+      warpgroup::mma_m64k16<Scalar, N>(l, h, da + 2 * kk, db + 2 * kk);
+    warpgroup::commit();
+    warpgroup::wait<mma_in_flight>();
+    pin(lo), pin(hi);
+  }
+  __device__ static void pin(accumulator_type& acc) {
+#pragma unroll
+    for (int j = 0; j < frags_n; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) warpgroup::pin(acc.c[0][j][e]);
+  }
+#endif
+
   KOKKOS_INLINE_FUNCTION static void load_matrix(unsigned* r, const Scalar* p) {
 #ifdef __CUDA_ARCH__
     const unsigned shared = static_cast<unsigned>(__cvta_generic_to_shared(p));

@@ -18,9 +18,9 @@ namespace KokkosMoE {
 namespace Impl {
 
 // What both expert kernels share: the tile a team owns and the K sweep.
-template <class ExecutionSpace, class Scalar, TileSize Size>
+template <class ExecutionSpace, class Scalar, class Frag>
 struct ExpertTileKernel {
-  using frag         = Fragment<ExecutionSpace, Scalar, Size>;
+  using frag         = Frag;
   using tile         = typename frag::tile;
   using memory_space = typename ExecutionSpace::memory_space;
   using policy       = Kokkos::TeamPolicy<ExecutionSpace, typename frag::launch_bounds>;
@@ -187,16 +187,21 @@ struct ExpertTileKernel {
   }
   static std::size_t tile_tokens_bytes() { return sizeof(int) * BM + 16; }
 
-  // The K loop runs S = frag::stages deep: iteration s starts the loads of
-  // step s into buffer s % S, then multiplies step c = s - (S - 1) while the
-  // later ones fly. Every iteration commits one copy group (empty past the
-  // last step), so before step c multiplies, waiting until at most S - 1
-  // groups are pending means step c has landed; the barrier then covers
-  // every thread's part, and a second barrier after the multiplication keeps
-  // buffer c % S from being refilled too early. (The loads are written out in
+  // The K loop runs S = frag::stages buffers deep: iteration s starts the
+  // loads of step s into buffer s % S, then multiplies step c = s - L while
+  // the L later ones fly, L = S - 1 - (multiplies the fragment leaves in
+  // flight, F). Every iteration commits one copy group (empty past the last
+  // step), so before step c multiplies, waiting until at most L groups are
+  // pending means step c has landed; the barrier then covers every thread's
+  // part, and a second barrier after the multiplication (which returns with
+  // steps c - F + 1 .. c still multiplying) keeps the buffers of those steps
+  // from being refilled too early: the next loads go to buffer
+  // (c + L + 1) % S, which is none of them. (The loads are written out in
   // each kernel rather than passed as a lambda: called from two places, the
   // lambda was not inlined and its captures went to local memory.)
   static constexpr int S = frag::stages;
+  static constexpr int L = S - 1 - frag::mma_in_flight;
+  static_assert(L >= 1, "a stage to load while another multiplies");
 
   // Stage b of an S-stage operand tile: rows [b * rows, (b + 1) * rows).
   // (Made from a pointer: choosing between tile objects at run time would
@@ -205,11 +210,11 @@ struct ExpertTileKernel {
     return tile(t.data() + std::size_t(b) * rows * frag::operand_stride, rows, frag::operand_stride);
   }
 
-  // True when step s - (S - 1) is ready to multiply (after waiting for it).
+  // True when step s - L is ready to multiply (after waiting for it).
   KOKKOS_INLINE_FUNCTION static bool ready(const member& m, int s) {
     frag::commit_copies();
-    if (s < S - 1) return false;
-    frag::template wait_copies<S - 1>();
+    if (s < L) return false;
+    frag::template wait_copies<L>();
     m.team_barrier();
     return true;
   }
@@ -233,8 +238,8 @@ KOKKOS_INLINE_FUNCTION float silu_times(float g, float u) { return g / (1.0f + m
 // products to rows s * A + p of `partial` ([g | u], 2F wide) and
 // ActivationKernel finishes h.
 template <class ExecutionSpace, class Scalar, TileSize Size>
-struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Size> {
-  using base = ExpertTileKernel<ExecutionSpace, Scalar, Size>;
+struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Fragment<ExecutionSpace, Scalar, Size>> {
+  using base = ExpertTileKernel<ExecutionSpace, Scalar, Fragment<ExecutionSpace, Scalar, Size>>;
   using typename base::member;
   using typename base::tile;
   using typename base::frag;
@@ -242,6 +247,7 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Size> {
   using base::BN;
   using base::BK;
   using base::S;
+  using base::L;
   using memory_space = typename base::memory_space;
 
   Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> x;        // [T, H]
@@ -252,7 +258,7 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Size> {
   int assignments;                                                          // A = T * k
 
   static std::size_t scratch_bytes() {
-    return frag::operand_bytes(S * BM) + 2 * frag::operand_bytes(S * BN) +
+    return frag::operand_bytes(S * BM) + frag::operand_bytes(S * 2 * BN) +
            2 * frag::accumulator_bytes() + base::tile_tokens_bytes();
   }
 
@@ -261,8 +267,10 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Size> {
     const int H = int(x.extent(1)), F = int(gate.extent(1));
     if (!this->work(m, w, H)) return;
     const int cols = F - w.first_col < BN ? F - w.first_col : BN;
-    // S stages of each operand tile (see ready).
-    const tile xs = frag::operand(m, S * BM), gs = frag::operand(m, S * BN), us = frag::operand(m, S * BN);
+    // S stages of each operand tile (see ready); stage b of the weights is
+    // the gate tile then the up tile (ws rows 2b BN and (2b + 1) BN), next to
+    // each other as the fragment may multiply them as one tile.
+    const tile xs = frag::operand(m, S * BM), ws = frag::operand(m, S * 2 * BN);
     const int* tokens = this->tile_tokens(m, w);
     typename frag::accumulator_type g = frag::accumulator(m), u = frag::accumulator(m);
     frag::zero(m, g);
@@ -274,21 +282,23 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Size> {
     const bool aligned  = base::rows_aligned(x0, H) && base::rows_aligned(gate0, H) &&
                          base::rows_aligned(up0, H);
     const int steps = (w.k_end - w.k_begin + BK - 1) / BK;
-    for (int s = 0; s < steps + S - 1; ++s) {
+    for (int s = 0; s < steps + L; ++s) {
       if (s < steps) {
         const int k0 = w.k_begin + s * BK, depth = w.k_end - k0 < BK ? w.k_end - k0 : BK, b = s % S;
         base::template load_tile<BM>(m, base::stage(xs, b, BM), w.rows, depth,
                    [&](int r) { return x0 + std::int64_t(tokens[r]) * H + k0; }, aligned, s < S);
-        base::template load_tile<BN>(m, base::stage(gs, b, BN), cols, depth,
+        base::template load_tile<BN>(m, base::stage(ws, 2 * b, BN), cols, depth,
                    [&](int n) { return gate0 + std::int64_t(n) * H + k0; }, aligned, s < S);
-        base::template load_tile<BN>(m, base::stage(us, b, BN), cols, depth,
+        base::template load_tile<BN>(m, base::stage(ws, 2 * b + 1, BN), cols, depth,
                    [&](int n) { return up0 + std::int64_t(n) * H + k0; }, aligned, s < S);
       }
       if (!base::ready(m, s)) continue;
-      const int b = (s - (S - 1)) % S;
-      frag::mma_nt(m, base::stage(xs, b, BM), base::stage(gs, b, BN), g, base::stage(us, b, BN), u);
+      const int b = (s - L) % S;
+      frag::mma_nt(m, base::stage(xs, b, BM), base::stage(ws, 2 * b, BN), g,
+                   base::stage(ws, 2 * b + 1, BN), u);
       m.team_barrier();
     }
+    frag::finish(m, g, u);
     if (this->splits > 1) {
       const std::int64_t row0 = std::int64_t(w.split) * assignments + w.first_row;
       frag::store(
@@ -336,8 +346,9 @@ struct ActivationKernel {
 // y[s * A + a] = w[a] * (h[p] down[e]^T) over the K part s, for the
 // assignment a at sorted row p (A assignments; one part unless split).
 template <class ExecutionSpace, class Scalar, TileSize Size>
-struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Size> {
-  using base = ExpertTileKernel<ExecutionSpace, Scalar, Size>;
+struct DownKernel
+    : ExpertTileKernel<ExecutionSpace, Scalar, DownFragment<ExecutionSpace, Scalar, Size>> {
+  using base = ExpertTileKernel<ExecutionSpace, Scalar, DownFragment<ExecutionSpace, Scalar, Size>>;
   using typename base::member;
   using typename base::tile;
   using typename base::frag;
@@ -345,6 +356,7 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Size> {
   using base::BN;
   using base::BK;
   using base::S;
+  using base::L;
   using memory_space = typename base::memory_space;
 
   Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> h;        // [T*k, F]
@@ -371,7 +383,7 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Size> {
     const Scalar* down0 = &down(w.expert, w.first_col, 0);
     const bool aligned  = base::rows_aligned(h0, F) && base::rows_aligned(down0, F);
     const int steps     = (w.k_end - w.k_begin + BK - 1) / BK;
-    for (int s = 0; s < steps + S - 1; ++s) {
+    for (int s = 0; s < steps + L; ++s) {
       if (s < steps) {
         const int k0 = w.k_begin + s * BK, depth = w.k_end - k0 < BK ? w.k_end - k0 : BK, b = s % S;
         base::template load_tile<BM>(m, base::stage(hs, b, BM), w.rows, depth,
@@ -380,10 +392,11 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Size> {
                    [&](int n) { return down0 + std::int64_t(n) * F + k0; }, aligned, s < S);
       }
       if (!base::ready(m, s)) continue;
-      const int b = (s - (S - 1)) % S;
+      const int b = (s - L) % S;
       frag::mma_nt(m, base::stage(hs, b, BM), base::stage(ds, b, BN), acc);
       m.team_barrier();
     }
+    frag::finish(m, acc);
     const auto& plan = this->plan;
     const int kk     = this->k;
     frag::store(

@@ -22,11 +22,17 @@ enum class TileSize { large, medium, small };
 // The tile shape of a batch from its rows (assignments) per active expert,
 // at the crossovers measured on the H200 (benchmarks/results/README.md):
 // 32-row tiles are 1.06x faster than 64-row ones at 8 rows per expert, even
-// at 16 and 1.08x slower at 16 with skew (DeepSeek-V3, Zipf 0.5); 64-row
-// tiles are 1.2-1.5x faster than 128-row ones from 32 to 256 rows, even at
-// 384 and 1.05x slower at 512.
+// at 16 and 1.08x slower at 16 with skew (DeepSeek-V3, Zipf 0.5). With
+// mma.sync, 64-row tiles are 1.2-1.5x faster than 128-row ones from 32 to
+// 256 rows, even at 384 and 1.05x slower at 512; with wgmma (its 128-row
+// tiles twice as wide) 128-row tiles are even at 64 rows (Mixtral, 256
+// tokens: 1.0x; 32 rows: 1.1x slower) and 1.14-1.6x faster from 128.
 constexpr std::int64_t small_tile_rows_below = 16;
-constexpr std::int64_t large_tile_rows_from  = 512;
+#ifdef KOKKOSMOE_ENABLE_CUDA_WGMMA
+constexpr std::int64_t large_tile_rows_from = 64;
+#else
+constexpr std::int64_t large_tile_rows_from = 512;
+#endif
 inline TileSize tile_size_for(std::int64_t rows_per_expert) {
   return rows_per_expert < small_tile_rows_below  ? TileSize::small
          : rows_per_expert < large_tile_rows_from ? TileSize::medium
@@ -38,6 +44,13 @@ inline TileSize tile_size_for(std::int64_t rows_per_expert) {
 template <class ExecutionSpace, class Scalar, TileSize Size = TileSize::large>
 struct Fragment : PortableFragment<ExecutionSpace, Size == TileSize::small ? 16 : 32> {};
 
+// The down kernel multiplies one weight tile per K step where gate/up
+// multiplies two (gate and up): a weight tile twice as wide gives it the
+// same scratch, registers and operand reuse. Where a backend has no such
+// shape, the gate/up fragment.
+template <class ExecutionSpace, class Scalar, TileSize Size = TileSize::large>
+struct DownFragment : Fragment<ExecutionSpace, Scalar, Size> {};
+
 #ifdef KOKKOSMOE_ENABLE_CUDA_TENSOR_CORES
 // Large (prefill): 128 x 64 tiles, 4 warps of 64 x 32, 2 teams per
 // multiprocessor. Medium: 64 x 64, 4 warps of 32 x 32, 3 teams. Small
@@ -47,9 +60,25 @@ struct Fragment : PortableFragment<ExecutionSpace, Size == TileSize::small ? 16 
 // whole shared memory per block) K steps are 64 deep and the pipelines 3 or
 // 4 stages (96, 72 and 72 KiB for gate/up); otherwise they fit the 40 KiB
 // cap (2 or 3 stages, K = 32 for large and medium, 32 x 32 small tiles).
+//
+// Built for sm_90a (KOKKOSMOE_ENABLE_CUDA_WGMMA, set by our CMake), large and
+// medium are warpgroup shapes multiplied by wgmma, with wgmma's batch of one
+// K step left running under the next step's waits (so 4 stages, 2 loading):
+// large 128 x 128 (gate and up: one 128 x 256 multiply per K step; 8 warps,
+// 1 team per multiprocessor, 192 KiB), medium 64 x 64 (64 x 128; 4 warps,
+// 2 teams, 96 KiB), and for down 128 x 256 and 64 x 128, the same scratch
+// and registers. Measured on the H200 against the 128 x 64 and 3-stage
+// variants: Mixtral-8x7B at 4096 tokens 8.93 -> 6.80 ms; the medium shape
+// with 3 stages and 3 teams is 1.1x slower for gate/up, even for down.
 template <class Scalar>
 struct CudaFragmentOf {
-#ifdef KOKKOS_IMPL_CUDA_SHMEM_OPTIN
+#if defined(KOKKOS_IMPL_CUDA_SHMEM_OPTIN) && defined(KOKKOSMOE_ENABLE_CUDA_WGMMA)
+  using large       = CudaTensorCoreFragment<Scalar, 128, 128, 64, 8, 1, 4, 1>;
+  using medium      = CudaTensorCoreFragment<Scalar, 64, 64, 64, 4, 1, 4, 2>;
+  using large_down  = CudaTensorCoreFragment<Scalar, 128, 256, 64, 8, 1, 4, 1>;
+  using medium_down = CudaTensorCoreFragment<Scalar, 64, 128, 64, 4, 1, 4, 2>;
+  using small       = CudaTensorCoreFragment<Scalar, 16, 64, 64, 1, 4, 4, 3>;
+#elif defined(KOKKOS_IMPL_CUDA_SHMEM_OPTIN)
   using large  = CudaTensorCoreFragment<Scalar, 128, 64, 64, 2, 2, 3, 2>;
   using medium = CudaTensorCoreFragment<Scalar, 64, 64, 64, 2, 2, 3, 3>;
   using small  = CudaTensorCoreFragment<Scalar, 16, 64, 64, 1, 4, 4, 3>;
@@ -58,14 +87,25 @@ struct CudaFragmentOf {
   using medium = CudaTensorCoreFragment<Scalar, 64, 64, 32, 2, 2, 2, 3>;
   using small  = CudaTensorCoreFragment<Scalar, 32, 32, 64, 2, 2, 3, 4>;
 #endif
+#if !defined(KOKKOS_IMPL_CUDA_SHMEM_OPTIN) || !defined(KOKKOSMOE_ENABLE_CUDA_WGMMA)
+  using large_down  = large;
+  using medium_down = medium;
+#endif
   template <TileSize Size>
   using of = std::conditional_t<Size == TileSize::large, large,
                                 std::conditional_t<Size == TileSize::medium, medium, small>>;
+  template <TileSize Size>
+  using down_of = std::conditional_t<Size == TileSize::large, large_down,
+                                     std::conditional_t<Size == TileSize::medium, medium_down, small>>;
 };
 template <TileSize Size>
 struct Fragment<Kokkos::Cuda, bfloat16, Size> : CudaFragmentOf<bfloat16>::of<Size> {};
 template <TileSize Size>
 struct Fragment<Kokkos::Cuda, float16, Size> : CudaFragmentOf<float16>::of<Size> {};
+template <TileSize Size>
+struct DownFragment<Kokkos::Cuda, bfloat16, Size> : CudaFragmentOf<bfloat16>::down_of<Size> {};
+template <TileSize Size>
+struct DownFragment<Kokkos::Cuda, float16, Size> : CudaFragmentOf<float16>::down_of<Size> {};
 #endif
 
 // Rows per tile of each shape, and the fewest over all shapes (the dispatch

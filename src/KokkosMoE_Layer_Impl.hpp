@@ -254,7 +254,7 @@ void Layer<ExecutionSpace, Scalar>::down_combine_tiles(const const_weights_view&
   // Few tokens leave few tiles and a long F: split F so that the launch
   // still fills the device (partial sums go to spare rows of y).
   f.split_k(tiles, int(config_.ffn_size), assignments, std::int64_t(y_.extent(0)),
-            Impl::Fragment<ExecutionSpace, Scalar, size>::split_k_teams());
+            kernel::frag::split_k_teams());
   Kokkos::parallel_for("KokkosMoE::down", f.make_policy(exec_, tiles, kernel::scratch_bytes()), f);
   Kokkos::parallel_for(
       "KokkosMoE::combine",

@@ -12,9 +12,8 @@ namespace Test {
 // c += a b^T through the fragment of (Space, Scalar), from global memory via
 // scratch tiles; a and b hold values representable in Scalar. (A free
 // function: CUDA lambdas cannot live in a test body, a private member.)
-template <class Space, class Scalar, Impl::TileSize Size, class View>
+template <class Space, class Scalar, class frag, class View>
 void fragment_mma(const View& a, const View& b, const View& c, int team_size) {
-  using frag   = Impl::Fragment<Space, Scalar, Size>;
   using policy = Kokkos::TeamPolicy<Space>;
   const int M = frag::tile_m, N = frag::tile_n, K = frag::tile_k;
   const std::size_t bytes = frag::operand_bytes(M) + frag::operand_bytes(N) + frag::accumulator_bytes();
@@ -33,6 +32,7 @@ void fragment_mma(const View& a, const View& b, const View& c, int team_size) {
         m.team_barrier();
         frag::mma_nt(m, as, bs, cs);  // twice: accumulation carries over
         frag::mma_nt(m, as, bs, cs);
+        frag::finish(m, cs);
         frag::store(m, [&](int r, int n, float v) { c(r, n) += v; }, cs);
       });
   Kokkos::fence();
@@ -82,11 +82,10 @@ TYPED_TEST(EXPERTMLP_SUITE, GateUpActivationsMatchFloat64) {
   EXPECT_LT(worst, reference_tolerance<Scalar>());
 }
 
-// The backend's fragment alone, in either tile shape: c += 2 a b^T on one
+// The backend's fragment alone, in one tile shape: c += 2 a b^T on one
 // full tile.
-template <class Scalar, Impl::TileSize Size>
+template <class Scalar, class frag>
 void expect_fragment_mma() {
-  using frag = Impl::Fragment<Space, Scalar, Size>;
   constexpr int M = frag::tile_m, N = frag::tile_n, K = frag::tile_k;
   Kokkos::View<float**, Kokkos::LayoutRight, Space::memory_space> a("a", M, K), b("b", N, K),
       c("c", M, N);
@@ -109,7 +108,7 @@ void expect_fragment_mma() {
     SCOPED_TRACE("team size " + std::to_string(team_size));
     fill_uniform(c, -1, 1, 3);
     const auto c0 = to_double(c);
-    fragment_mma<Space, Scalar, Size>(a, b, c, team_size);
+    fragment_mma<Space, Scalar, frag>(a, b, c, team_size);
     const auto got = to_double(c);
     for (int i = 0; i < M; ++i)
       for (int j = 0; j < N; ++j) {
@@ -120,21 +119,26 @@ void expect_fragment_mma() {
   }
 }
 
-// The layer tests' cases reach every tile shape (tstLayer.hpp: 10, 75 and
+// The layer tests' cases reach every tile shape (tstLayer.hpp: 10, 40 and
 // 600 rows per expert).
 TEST(EXPERTMLP_SUITE, TileShapeFollowsRowsPerExpert) {
   EXPECT_EQ(Impl::tile_size_for(1), Impl::TileSize::small);
   EXPECT_EQ(Impl::tile_size_for(10), Impl::TileSize::small);
   EXPECT_EQ(Impl::tile_size_for(15), Impl::TileSize::small);
   EXPECT_EQ(Impl::tile_size_for(16), Impl::TileSize::medium);
-  EXPECT_EQ(Impl::tile_size_for(75), Impl::TileSize::medium);
-  EXPECT_EQ(Impl::tile_size_for(511), Impl::TileSize::medium);
+  EXPECT_EQ(Impl::tile_size_for(40), Impl::TileSize::medium);
+  EXPECT_EQ(Impl::tile_size_for(Impl::large_tile_rows_from - 1), Impl::TileSize::medium);
+  EXPECT_EQ(Impl::tile_size_for(Impl::large_tile_rows_from), Impl::TileSize::large);
   EXPECT_EQ(Impl::tile_size_for(600), Impl::TileSize::large);
 }
 
+// Every shape of both kernels' fragments.
 TYPED_TEST(EXPERTMLP_SUITE, FragmentMultiplyAccumulate) {
-  expect_fragment_mma<TypeParam, Impl::TileSize::large>();
-  expect_fragment_mma<TypeParam, Impl::TileSize::medium>();
-  expect_fragment_mma<TypeParam, Impl::TileSize::small>();
+  using Impl::TileSize;
+  expect_fragment_mma<TypeParam, Impl::Fragment<Space, TypeParam, TileSize::large>>();
+  expect_fragment_mma<TypeParam, Impl::Fragment<Space, TypeParam, TileSize::medium>>();
+  expect_fragment_mma<TypeParam, Impl::Fragment<Space, TypeParam, TileSize::small>>();
+  expect_fragment_mma<TypeParam, Impl::DownFragment<Space, TypeParam, TileSize::large>>();
+  expect_fragment_mma<TypeParam, Impl::DownFragment<Space, TypeParam, TileSize::medium>>();
 }
 }  // namespace

@@ -35,8 +35,8 @@ const Case cases[] = {
     {"off_tile_large", 4, 2, 100, 130, 75, 3},
     {"split_k_decode", 4, 2, 40, 300, 3, 4},  // few tiles, long F: the down projection splits F
     {"split_k_gate_up", 4, 2, 300, 40, 3, 4},  // few tiles, long H: gate/up split H
-    // The layer's other tile shapes: 75 and 600 rows per expert.
-    {"medium_tiles", 2, 1, 70, 90, 150, 2},   {"large_tiles", 1, 1, 40, 72, 600, 1},
+    // The layer's other tile shapes: 40 and 600 rows per expert.
+    {"medium_tiles", 2, 1, 70, 90, 80, 2},   {"large_tiles", 1, 1, 40, 72, 600, 1},
 };
 
 // A random problem of the case's shape, with its routing set.
