@@ -54,7 +54,7 @@ KOKKOS_INLINE_FUNCTION void mma_m16n8k16(float* d, const unsigned* a, unsigned b
 #undef KOKKOSMOE_MMA_M16N8K16
 
 template <class Scalar, int TileM, int TileN, int TileK, int WarpsM, int WarpsN, int Stages,
-          int MinTeams>
+          int MinTeams, int InFlight = 0>
 struct CudaTensorCoreFragment {
   using operand_type  = Scalar;
   using scratch_space = Kokkos::Cuda::scratch_memory_space;
@@ -84,9 +84,12 @@ struct CudaTensorCoreFragment {
                                           tile_k * sizeof(Scalar) == warpgroup::line_bytes &&
                                           (tile_n == 64 || tile_n == 128 || tile_n == 256);
   static constexpr int alignment = warpgroup_shape ? warpgroup::atom_bytes : 128;
-  // Batches of multiplies mma_nt leaves running (wgmma is asynchronous: the
-  // next K step's barrier and waits overlap it); finish waits for them.
-  static constexpr int mma_in_flight = warpgroup_shape ? 1 : 0;
+  // Batches of multiplies mma_nt leaves running (0 or, for warpgroup shapes,
+  // 1: the asynchronous wgmma then overlaps the next K step's waits and
+  // barrier, at the cost of one stage of the copy pipeline); finish waits
+  // for them.
+  static constexpr int mma_in_flight = InFlight;
+  static_assert(InFlight == 0 || (InFlight == 1 && warpgroup_shape), "only wgmma runs behind");
 
   // Threads per team, known at compile time (the kernels' full-tile loads
   // unroll over it); 0 in a fragment whose team size is chosen at run time.

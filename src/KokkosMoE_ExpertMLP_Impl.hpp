@@ -130,8 +130,9 @@ struct ExpertTileKernel {
       for (int v = 0; v < V; ++v)
         *frag::element(t, r, c + v) = c + v < cols ? frag::to_operand(src[v]) : operand(0.0f);
     };
-    if (threads == 1) {
-      // One thread (host backends): row by row, one row start each.
+    if (frag::team_threads == 0 && threads == 1) {
+      // One thread (host backends): row by row, one row start each. (Not
+      // compiled into fragments of a fixed team size, the GPU ones.)
       for (int r = 0; r < height; ++r) {
         if (r >= rows) {
           for (int c = 0; c < BK; ++c) *frag::element(t, r, c) = operand(0.0f);
@@ -187,18 +188,18 @@ struct ExpertTileKernel {
   }
   static std::size_t tile_tokens_bytes() { return sizeof(int) * BM + 16; }
 
-  // The K loop runs S = frag::stages buffers deep: iteration s starts the
-  // loads of step s into buffer s % S, then multiplies step c = s - L while
-  // the L later ones fly, L = S - 1 - (multiplies the fragment leaves in
-  // flight, F). Every iteration commits one copy group (empty past the last
-  // step), so before step c multiplies, waiting until at most L groups are
-  // pending means step c has landed; the barrier then covers every thread's
-  // part, and a second barrier after the multiplication (which returns with
-  // steps c - F + 1 .. c still multiplying) keeps the buffers of those steps
-  // from being refilled too early: the next loads go to buffer
-  // (c + L + 1) % S, which is none of them. (The loads are written out in
-  // each kernel rather than passed as a lambda: called from two places, the
-  // lambda was not inlined and its captures went to local memory.)
+  // The K loop runs S = frag::stages buffers deep, one team barrier per
+  // step: iteration s waits for the copies of step c = s - L, passes the
+  // barrier, starts the loads of step s into buffer s % S and multiplies step
+  // c, L = S - 1 - F, F the multiplies the fragment leaves in flight (wgmma).
+  // Every iteration commits one copy group (empty past the last step), so
+  // waiting until at most L - 1 groups are pending means step c has landed,
+  // and after the barrier every thread's part of it has. Buffer s % S held
+  // step c - 1 - F, which every warp had finished multiplying before this
+  // barrier (F = 1: its wait in the multiply of step c - 1). (The loads are
+  // written out in each kernel rather than passed as a lambda: called from
+  // two places, the lambda was not inlined and its captures went to local
+  // memory.)
   static constexpr int S = frag::stages;
   static constexpr int L = S - 1 - frag::mma_in_flight;
   static_assert(L >= 1, "a stage to load while another multiplies");
@@ -210,13 +211,12 @@ struct ExpertTileKernel {
     return tile(t.data() + std::size_t(b) * rows * frag::operand_stride, rows, frag::operand_stride);
   }
 
-  // True when step s - L is ready to multiply (after waiting for it).
-  KOKKOS_INLINE_FUNCTION static bool ready(const member& m, int s) {
-    frag::commit_copies();
-    if (s < L) return false;
-    frag::template wait_copies<L>();
+  // Iteration s of the K loop begins: step s - L has landed for the whole
+  // team and buffer s % S is free.
+  KOKKOS_INLINE_FUNCTION static void begin_step(const member& m, int s) {
+    if (s < L) return;
+    frag::template wait_copies<L - 1>();
     m.team_barrier();
-    return true;
   }
 
   // Light-weight: the functor travels as a kernel argument even past 512
@@ -267,7 +267,7 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Fragment<Executio
     const int H = int(x.extent(1)), F = int(gate.extent(1));
     if (!this->work(m, w, H)) return;
     const int cols = F - w.first_col < BN ? F - w.first_col : BN;
-    // S stages of each operand tile (see ready); stage b of the weights is
+    // S stages of each operand tile (see begin_step); stage b of the weights is
     // the gate tile then the up tile (ws rows 2b BN and (2b + 1) BN), next to
     // each other as the fragment may multiply them as one tile.
     const tile xs = frag::operand(m, S * BM), ws = frag::operand(m, S * 2 * BN);
@@ -283,6 +283,7 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Fragment<Executio
                          base::rows_aligned(up0, H);
     const int steps = (w.k_end - w.k_begin + BK - 1) / BK;
     for (int s = 0; s < steps + L; ++s) {
+      base::begin_step(m, s);
       if (s < steps) {
         const int k0 = w.k_begin + s * BK, depth = w.k_end - k0 < BK ? w.k_end - k0 : BK, b = s % S;
         base::template load_tile<BM>(m, base::stage(xs, b, BM), w.rows, depth,
@@ -292,11 +293,11 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Fragment<Executio
         base::template load_tile<BN>(m, base::stage(ws, 2 * b + 1, BN), cols, depth,
                    [&](int n) { return up0 + std::int64_t(n) * H + k0; }, aligned, s < S);
       }
-      if (!base::ready(m, s)) continue;
+      frag::commit_copies();
+      if (s < L) continue;
       const int b = (s - L) % S;
       frag::mma_nt(m, base::stage(xs, b, BM), base::stage(ws, 2 * b, BN), g,
                    base::stage(ws, 2 * b + 1, BN), u);
-      m.team_barrier();
     }
     frag::finish(m, g, u);
     if (this->splits > 1) {
@@ -384,6 +385,7 @@ struct DownKernel
     const bool aligned  = base::rows_aligned(h0, F) && base::rows_aligned(down0, F);
     const int steps     = (w.k_end - w.k_begin + BK - 1) / BK;
     for (int s = 0; s < steps + L; ++s) {
+      base::begin_step(m, s);
       if (s < steps) {
         const int k0 = w.k_begin + s * BK, depth = w.k_end - k0 < BK ? w.k_end - k0 : BK, b = s % S;
         base::template load_tile<BM>(m, base::stage(hs, b, BM), w.rows, depth,
@@ -391,10 +393,10 @@ struct DownKernel
         base::template load_tile<BN>(m, base::stage(ds, b, BN), cols, depth,
                    [&](int n) { return down0 + std::int64_t(n) * F + k0; }, aligned, s < S);
       }
-      if (!base::ready(m, s)) continue;
+      frag::commit_copies();
+      if (s < L) continue;
       const int b = (s - L) % S;
       frag::mma_nt(m, base::stage(hs, b, BM), base::stage(ds, b, BN), acc);
-      m.team_barrier();
     }
     frag::finish(m, acc);
     const auto& plan = this->plan;

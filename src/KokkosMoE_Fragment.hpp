@@ -62,20 +62,24 @@ struct DownFragment : Fragment<ExecutionSpace, Scalar, Size> {};
 // cap (2 or 3 stages, K = 32 for large and medium, 32 x 32 small tiles).
 //
 // Built for sm_90a (KOKKOSMOE_ENABLE_CUDA_WGMMA, set by our CMake), large and
-// medium are warpgroup shapes multiplied by wgmma, with wgmma's batch of one
-// K step left running under the next step's waits (so 4 stages, 2 loading):
-// large 128 x 128 (gate and up: one 128 x 256 multiply per K step; 8 warps,
-// 1 team per multiprocessor, 192 KiB), medium 64 x 64 (64 x 128; 4 warps,
-// 2 teams, 96 KiB), and for down 128 x 256 and 64 x 128, the same scratch
-// and registers. Measured on the H200 against the 128 x 64 and 3-stage
-// variants: Mixtral-8x7B at 4096 tokens 8.93 -> 6.80 ms; the medium shape
-// with 3 stages and 3 teams is 1.1x slower for gate/up, even for down.
+// medium are warpgroup shapes multiplied by wgmma, 4 stages: large 128 x 128
+// (gate and up: one 128 x 256 multiply per K step; 8 warps, 1 team per
+// multiprocessor, 192 KiB), medium 64 x 64 (64 x 128; 4 warps, 2 teams, 96
+// KiB), and for down 128 x 256 and 64 x 128, the same scratch and registers.
+// The large shape leaves each K step's wgmma running under the next step's
+// waits (2 steps loading); the medium one, whose batches are streaming
+// weights, keeps 3 steps loading instead. Measured on the H200 (Mixtral-8x7B
+// at 4096 tokens): 128 x 64 tiles with synchronous wgmma 8.93 ms, 128 x 128
+// also synchronous 8.06, running behind 6.80 (6.61 with one barrier per K step);
+// the medium shape running behind is 1.02-1.04x slower (DeepSeek-V3 and
+// Qwen2 at 512-1024 tokens, Mixtral-8x7B at 128), with 5 stages and 1 team
+// 1.4-1.6x slower.
 template <class Scalar>
 struct CudaFragmentOf {
 #if defined(KOKKOS_IMPL_CUDA_SHMEM_OPTIN) && defined(KOKKOSMOE_ENABLE_CUDA_WGMMA)
-  using large       = CudaTensorCoreFragment<Scalar, 128, 128, 64, 8, 1, 4, 1>;
+  using large       = CudaTensorCoreFragment<Scalar, 128, 128, 64, 8, 1, 4, 1, 1>;
   using medium      = CudaTensorCoreFragment<Scalar, 64, 64, 64, 4, 1, 4, 2>;
-  using large_down  = CudaTensorCoreFragment<Scalar, 128, 256, 64, 8, 1, 4, 1>;
+  using large_down  = CudaTensorCoreFragment<Scalar, 128, 256, 64, 8, 1, 4, 1, 1>;
   using medium_down = CudaTensorCoreFragment<Scalar, 64, 128, 64, 4, 1, 4, 2>;
   using small       = CudaTensorCoreFragment<Scalar, 16, 64, 64, 1, 4, 4, 3>;
 #elif defined(KOKKOS_IMPL_CUDA_SHMEM_OPTIN)

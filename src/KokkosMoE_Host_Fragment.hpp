@@ -94,11 +94,13 @@ struct PortableFragment {
                          [&](int i) { acc(i / n, i % n) = 0; });
   }
 
-  // mma_nt is done when it returns: no multiplies left in flight, nothing to
-  // finish before store.
+  // mma_nt is done when it returns (no multiplies left in flight); finish
+  // makes every thread's accumulator writes visible to store.
   static constexpr int mma_in_flight = 0;
   template <class Member, class... Acc>
-  KOKKOS_INLINE_FUNCTION static void finish(const Member&, const Acc&...) {}
+  KOKKOS_INLINE_FUNCTION static void finish(const Member& member, const Acc&...) {
+    member.team_barrier();
+  }
 
   // Calls f(m, n, values...) once per element with the accumulators' values.
   template <class Member, class F, class... Acc>
