@@ -65,6 +65,10 @@ class KokkosMoe(CMakePackage, CudaPackage, ROCmPackage):
             self.define("Kokkos_ROOT", spec["kokkos"].prefix),
             self.define("KokkosKernels_ROOT", spec["kokkos-kernels"].prefix),
         ]
+        # Hopper's wgmma needs code compiled for sm_90a (cuda_arch=90a) and a
+        # Kokkos whose team scratch may use the whole shared memory
+        # (docs/building.md); otherwise the kernels use mma.sync.
+        args.append(self.define("KokkosMoE_ENABLE_CUDA_WGMMA", spec.satisfies("+cuda cuda_arch=90a")))
         if spec.satisfies("+cuda") or spec.satisfies("+rocm"):
             # nvcc_wrapper (CUDA) or hipcc (ROCm), as Kokkos was built with.
             args.append(self.define("CMAKE_CXX_COMPILER", spec["kokkos"].kokkos_cxx))
