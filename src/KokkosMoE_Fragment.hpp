@@ -1,6 +1,8 @@
 // The matrix-multiply-accumulate fragment the expert kernels are written
-// against: zero, mma_nt (acc += a b^T on scratch tiles) and store, plus the
-// tile shape. Kernels above this header never name a backend.
+// against: zero, mma_nt (acc += a b^T on scratch tiles, possibly still
+// running when it returns: mma_in_flight), finish (waits for it) and store,
+// plus the tile shape and the copy pipeline. Kernels above this header never
+// name a backend.
 #ifndef KOKKOSMOE_FRAGMENT_HPP
 #define KOKKOSMOE_FRAGMENT_HPP
 
