@@ -107,6 +107,21 @@ struct ExpertTileKernel {
     return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && (ld * sizeof(Scalar)) % 16 == 0;
   }
 
+  // Elements [c, c + Count) of tile row r in the operand type: source row r
+  // converted, zeros past `cols` and for rows at or past `rows`.
+  template <int Count, class RowAt>
+  KOKKOS_INLINE_FUNCTION static void convert(const tile& t, int r, int c, int rows, int cols,
+                                             const RowAt& row_at) {
+    using operand = typename frag::operand_type;
+    if (r >= rows) {
+      for (int v = 0; v < Count; ++v) *frag::element(t, r, c + v) = operand(0.0f);
+      return;
+    }
+    const Scalar* src = row_at(r) + c;
+    for (int v = 0; v < Count; ++v)
+      *frag::element(t, r, c + v) = c + v < cols ? frag::to_operand(src[v]) : operand(0.0f);
+  }
+
   template <class RowAt>
   KOKKOS_INLINE_FUNCTION static void load(const member& m, const tile& t, int rows, int cols,
                                           const RowAt& row_at, bool aligned, bool zero_rows) {
@@ -116,32 +131,16 @@ struct ExpertTileKernel {
     const bool vector = V > 1 && aligned &&
                         (frag::operand_stride * sizeof(typename frag::operand_type)) % 16 == 0 &&
                         reinterpret_cast<std::uintptr_t>(t.data()) % 16 == 0;
-    using operand    = typename frag::operand_type;
     const auto chunk = [&](int r, int c) {
-      if (r >= rows) {
-        for (int v = 0; v < V; ++v) *frag::element(t, r, c + v) = operand(0.0f);
-        return;
-      }
-      const Scalar* src = row_at(r) + c;
-      if (vector && c + V <= cols) {
-        frag::copy16(frag::element(t, r, c), src);
-        return;
-      }
-      for (int v = 0; v < V; ++v)
-        *frag::element(t, r, c + v) = c + v < cols ? frag::to_operand(src[v]) : operand(0.0f);
+      if (vector && r < rows && c + V <= cols)
+        frag::copy16(frag::element(t, r, c), row_at(r) + c);
+      else
+        convert<V>(t, r, c, rows, cols, row_at);
     };
     if (frag::team_threads == 0 && threads == 1) {
       // One thread (host backends): row by row, one row start each. (Not
       // compiled into fragments of a fixed team size, the GPU ones.)
-      for (int r = 0; r < height; ++r) {
-        if (r >= rows) {
-          for (int c = 0; c < BK; ++c) *frag::element(t, r, c) = operand(0.0f);
-          continue;
-        }
-        const Scalar* src = row_at(r);
-        for (int c = 0; c < BK; ++c)
-          *frag::element(t, r, c) = c < cols ? frag::to_operand(src[c]) : operand(0.0f);
-      }
+      for (int r = 0; r < height; ++r) convert<BK>(t, r, 0, rows, cols, row_at);
     } else if (threads % C == 0) {
       const int c = (rank % C) * V;
       for (int r = rank / C; r < height; r += threads / C) chunk(r, c);
