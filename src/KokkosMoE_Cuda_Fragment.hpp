@@ -24,6 +24,8 @@
 
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
+#include "KokkosMoE_Cuda_Pipeline.hpp"
+#include "KokkosMoE_Cuda_TensorMap.hpp"
 #include "KokkosMoE_Cuda_Warpgroup.hpp"
 
 #include <cstdint>
@@ -96,7 +98,12 @@ struct CudaTensorCoreFragment {
   static constexpr int team_threads = 32 * warps_m * warps_n;
   static int team_size() { return team_threads; }
   // At least MinTeams resident teams per multiprocessor: caps registers.
-  using launch_bounds = Kokkos::LaunchBounds<team_threads, MinTeams>;
+  static constexpr int min_teams = MinTeams;
+  using launch_bounds            = Kokkos::LaunchBounds<team_threads, MinTeams>;
+  // Every warp copies and multiplies; one team per work item (see
+  // CudaWarpSpecialized for the other way).
+  static constexpr int producer_threads = 0;
+  static int resident_teams() { return 0; }
   // Split-K aims at this many teams: several waves of the ~4-8 resident
   // teams on each of ~132 multiprocessors, so the last wave's idle share
   // stays small.
@@ -314,6 +321,67 @@ struct CudaTensorCoreFragment {
       }
     }
     multiply(warp, lane, kk, fa, rest...);
+  }
+};
+
+// Base with one more warp that only copies (warp specialisation): the
+// Base's warps only multiply, waiting for each stage's data on its barrier
+// rather than at a team barrier (CudaStagePipeline), and the producer issues
+// every copy, so neither waits for the other's instructions. Its teams are
+// persistent: MinTeams per multiprocessor walk the work items, the pipeline
+// running on across them, so that the next item's first stages load while
+// this one's last steps multiply and its outputs are stored.
+template <class Base>
+struct CudaWarpSpecialized : Base {
+  static constexpr int multiplier_threads = Base::team_threads;
+  static constexpr int producer_threads   = 128;
+  static constexpr int team_threads       = multiplier_threads + producer_threads;
+  static int team_size() { return team_threads; }
+  using launch_bounds = Kokkos::LaunchBounds<team_threads, Base::min_teams>;
+  using pipeline      = CudaStagePipeline<Base::stages>;
+  static_assert(Base::warpgroup_shape, "the pipeline's consumers are wgmma warpgroups (sm_90a)");
+
+  static int resident_teams() {
+    static const int teams = [] {
+      int device = 0, multiprocessors = 0;
+      cudaGetDevice(&device);
+      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
+      return multiprocessors * Base::min_teams;
+    }();
+    return teams;
+  }
+
+  // Whole operand tiles of row-major matrices (weights, activations) come by
+  // bulk tensor copies where a map could be made (see tensor_map::encode):
+  // one instruction of one producer thread per tile instead of 16-byte
+  // copies by every producer thread.
+  static bool encode_map(void* map, const void* data, std::uint64_t rows, std::uint64_t cols,
+                         int box_rows) {
+    return tensor_map::encode(map, data, rows, cols, std::uint32_t(box_rows));
+  }
+  KOKKOS_INLINE_FUNCTION static void acquire_map(const void* map) { tensor_map::acquire(map); }
+  // Tile t (1024-byte aligned, its rows box_rows of the map) from (row, col).
+  KOKKOS_INLINE_FUNCTION static void bulk_load(const typename Base::tile& t, const void* map,
+                                               int row, int col, std::uint64_t* barrier) {
+    tensor_map::load(t.data(), map, col, row, barrier);
+  }
+  KOKKOS_INLINE_FUNCTION static void expect_bytes(std::uint64_t* barrier, int bytes) {
+    pipeline::expect_bytes(barrier, bytes);
+  }
+
+  // The producer warp takes no part in the multiplies.
+  template <class Member, class... Pairs>
+  KOKKOS_INLINE_FUNCTION static void mma_nt(const Member& member, const typename Base::tile& a,
+                                            Pairs&&... b_acc) {
+    if (member.team_rank() < multiplier_threads) Base::mma_nt(member, a, b_acc...);
+  }
+  template <class Member, class... Acc>
+  KOKKOS_INLINE_FUNCTION static void finish(const Member& member, Acc&... acc) {
+    if (member.team_rank() < multiplier_threads) Base::finish(member, acc...);
+  }
+  template <class Member, class F, class... Acc>
+  KOKKOS_INLINE_FUNCTION static void store(const Member& member, const F& f, Acc&... acc) {
+    if (member.team_rank() < multiplier_threads) Base::store(member, f, acc...);
   }
 };
 

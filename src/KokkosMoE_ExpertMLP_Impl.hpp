@@ -33,26 +33,33 @@ struct ExpertTileKernel {
   int column_blocks;  // ceil(N / BN)
   int splits = 1;     // parts of the K range, each its own team (split-K)
   int split_depth = 0;  // K per split, a multiple of BK
+  // Tensor maps of the operands (see copy_maps) or null: the fragment's
+  // bulk copies where it has them, else 16-byte copies.
+  const std::uint64_t* maps = nullptr;
+  KOKKOS_INLINE_FUNCTION const std::uint64_t* map(int slot) const { return maps + slot * map_words; }
+  static constexpr int map_words = 16;
 
   struct Work {
     int expert, first_row, rows, first_col, split, k_begin, k_end;
   };
 
-  // The (tile, column block, K split) of this team; false for the surplus
-  // teams of the upper-bound launch (see max_tiles). Teams run about in
+  // The (tile, column block, K split) of work item `item`; false for the
+  // surplus items of the upper-bound launch (see max_tiles). Teams run about in
   // league order, so consecutive ranks walk the column blocks of a group of
   // tile_group row tiles with the row tile fastest: the teams in flight
   // together share each weight tile (read from memory once, then from L2).
   // (Groups of 1, 4, 8 and 16 measured alike on the H200.)
   static constexpr int tile_group = 8;
-  KOKKOS_INLINE_FUNCTION bool work(const member& m, Work& w, int depth) const {
+  // Past the last item, every later one is false too (persistent teams stop
+  // at the first).
+  KOKKOS_INLINE_FUNCTION bool work(int item, Work& w, int depth) const {
     const int per_tile = column_blocks * splits;
     const int tiles    = plan.tile_offsets(experts);
-    const int group    = m.league_rank() / (tile_group * per_tile);
+    const int group    = item / (tile_group * per_tile);
     const int first    = group * tile_group;
     if (first >= tiles) return false;
     const int in_group = tiles - first < tile_group ? tiles - first : tile_group;
-    const int index    = m.league_rank() - group * tile_group * per_tile;
+    const int index    = item - group * tile_group * per_tile;
     const int tile     = first + index % in_group;
     const int rest     = index / in_group;
     if (rest >= per_tile) return false;
@@ -96,6 +103,14 @@ struct ExpertTileKernel {
   // stays fixed and each next row is one add away, so a K step costs a few
   // instructions per chunk (index arithmetic per chunk, measured with ncu,
   // was 90 % of the instructions of the prefill kernel).
+  // The threads that issue the copies: the whole team, or the fragment's
+  // producer warp (frag::producer_threads, numbered from 0 here).
+  struct Loader {
+    int rank, threads;
+  };
+  static constexpr int loader_threads =
+      frag::producer_threads > 0 ? frag::producer_threads : frag::team_threads;
+
   static constexpr int V = std::is_same<typename frag::operand_type, Scalar>::value &&
                                    frag::k_contiguous && (BK * sizeof(Scalar)) % 16 == 0
                                ? 16 / sizeof(Scalar)
@@ -110,7 +125,7 @@ struct ExpertTileKernel {
   // Elements [c, c + Count) of tile row r in the operand type: source row r
   // converted, zeros past `cols` and for rows at or past `rows`.
   template <int Count, class RowAt>
-  KOKKOS_INLINE_FUNCTION static void convert(const tile& t, int r, int c, int rows, int cols,
+  KOKKOS_FORCEINLINE_FUNCTION static void convert(const tile& t, int r, int c, int rows, int cols,
                                              const RowAt& row_at) {
     using operand = typename frag::operand_type;
     if (r >= rows) {
@@ -123,10 +138,10 @@ struct ExpertTileKernel {
   }
 
   template <class RowAt>
-  KOKKOS_INLINE_FUNCTION static void load(const member& m, const tile& t, int rows, int cols,
+  KOKKOS_FORCEINLINE_FUNCTION static void load(const Loader& ld, const tile& t, int rows, int cols,
                                           const RowAt& row_at, bool aligned, bool zero_rows) {
     const int height  = zero_rows ? t.extent_int(0) : (rows < t.extent_int(0) ? rows : t.extent_int(0));
-    const int threads = m.team_size(), rank = m.team_rank();
+    const int threads = ld.threads, rank = ld.rank;
     // 16-byte chunks need 16-byte aligned destinations too.
     const bool vector = V > 1 && aligned &&
                         (frag::operand_stride * sizeof(typename frag::operand_type)) % 16 == 0 &&
@@ -137,7 +152,7 @@ struct ExpertTileKernel {
       else
         convert<V>(t, r, c, rows, cols, row_at);
     };
-    if (frag::team_threads == 0 && threads == 1) {
+    if (loader_threads == 0 && threads == 1) {
       // One thread (host backends): row by row, one row start each. (Not
       // compiled into fragments of a fixed team size, the GPU ones.)
       for (int r = 0; r < height; ++r) convert<BK>(t, r, 0, rows, cols, row_at);
@@ -150,40 +165,59 @@ struct ExpertTileKernel {
   }
 
   // The common case in a few instructions per chunk: a whole tile of Height
-  // rows, BK deep, 16-byte aligned, by a team of frag::team_threads threads
-  // (thread t: chunk column t % C of rows t / C + j P, P = threads / C; the
-  // swizzle of those rows is one constant per thread).
-  static constexpr int P = frag::team_threads >= C ? frag::team_threads / C : 1;
+  // rows, BK deep, 16-byte aligned, by loader_threads threads (thread t:
+  // chunk column t % C of rows t / C + j P, P = threads / C; the swizzle of
+  // those rows is one constant per thread).
+  static constexpr int P = loader_threads >= C ? loader_threads / C : 1;
   template <int Height>
   KOKKOS_INLINE_FUNCTION static constexpr bool has_full_load() {
-    return V > 1 && frag::team_threads >= C && frag::team_threads % C == 0 && Height % P == 0;
+    return V > 1 && loader_threads >= C && loader_threads % C == 0 && Height % P == 0;
   }
   template <int Height, class RowAt>
-  KOKKOS_INLINE_FUNCTION static void load_full(const member& m, const tile& t, const RowAt& row_at) {
-    const int rank = m.team_rank(), c = (rank % C) * V, r0 = rank / C;
+  KOKKOS_FORCEINLINE_FUNCTION static void load_full(const Loader& ld, const tile& t, const RowAt& row_at) {
+    const int rank = ld.rank, c = (rank % C) * V, r0 = rank / C;
 #pragma unroll
     for (int j = 0; j < Height / P; ++j)
       frag::copy16(frag::element(t, r0 + j * P, c), row_at(r0 + j * P) + c);
   }
-  // load_full where it applies (full: the tile's rows and columns all exist
-  // and are aligned), load otherwise.
+  // load_full of the first `rows` rows only, the others left as they are (a
+  // row of a meets only its own row of the product, which is not stored).
   template <int Height, class RowAt>
-  KOKKOS_INLINE_FUNCTION static void load_tile(const member& m, const tile& t, int rows, int cols,
+  KOKKOS_FORCEINLINE_FUNCTION static void load_first_rows(const Loader& ld, const tile& t,
+                                                          const RowAt& row_at, int rows) {
+    const int rank = ld.rank, c = (rank % C) * V, r0 = rank / C;
+#pragma unroll
+    for (int j = 0; j < Height / P; ++j)
+      if (r0 + j * P < rows) frag::copy16(frag::element(t, r0 + j * P, c), row_at(r0 + j * P) + c);
+  }
+  // load_full where it applies (full: the tile's rows and columns all exist
+  // and are aligned), load otherwise. Producer warps, whose issue rate
+  // bounds a partial tile's load, also take load_first_rows where the rows
+  // past `rows` need not be zeroed. (Not the fragments whose every thread
+  // copies: there the wider code takes registers from the multiplies and
+  // ptxas serialises their wgmma.)
+  template <int Height, class RowAt>
+  KOKKOS_FORCEINLINE_FUNCTION static void load_tile(const Loader& ld, const tile& t, int rows, int cols,
                                                const RowAt& row_at, bool aligned, bool zero_rows) {
+    constexpr int full = has_full_load<Height>() ? Height : P;
+    if constexpr (frag::producer_threads > 0) {
+      if (has_full_load<Height>() && aligned && rows < Height && !zero_rows && cols == BK)
+        return load_first_rows<full>(ld, t, row_at, rows);
+    }
     if (has_full_load<Height>() && aligned && rows >= Height && cols == BK)
-      load_full<has_full_load<Height>() ? Height : P>(m, t, row_at);
+      load_full<full>(ld, t, row_at);
     else
-      load(m, t, rows, cols, row_at, aligned, zero_rows);
+      load(ld, t, rows, cols, row_at, aligned, zero_rows);
   }
 
   // The token of each row of the tile, in scratch: the gathered rows of x
   // are found with one scratch read instead of a global read and a division.
-  KOKKOS_INLINE_FUNCTION int* tile_tokens(const member& m, const Work& w) const {
-    int* tokens = static_cast<int*>(m.team_scratch(0).get_shmem(sizeof(int) * BM));
-    for (int r = m.team_rank(); r < BM; r += m.team_size())
+  KOKKOS_INLINE_FUNCTION static int* tile_tokens(const member& m) {
+    return static_cast<int*>(m.team_scratch(0).get_shmem(sizeof(int) * BM));
+  }
+  KOKKOS_INLINE_FUNCTION void fill_tile_tokens(int* tokens, const Work& w, const Loader& ld) const {
+    for (int r = ld.rank; r < BM; r += ld.threads)
       tokens[r] = r < w.rows ? plan.order(w.first_row + r) / k : 0;
-    m.team_barrier();
-    return tokens;
   }
   static std::size_t tile_tokens_bytes() { return sizeof(int) * BM + 16; }
 
@@ -200,7 +234,8 @@ struct ExpertTileKernel {
   // two places, the lambda was not inlined and its captures went to local
   // memory.)
   static constexpr int S = frag::stages;
-  static constexpr int L = S - 1 - frag::mma_in_flight;
+  static constexpr int F = frag::mma_in_flight;
+  static constexpr int L = S - 1 - F;
   static_assert(L >= 1, "a stage to load while another multiplies");
 
   // Stage b of an S-stage operand tile: rows [b * rows, (b + 1) * rows).
@@ -218,16 +253,139 @@ struct ExpertTileKernel {
     m.team_barrier();
   }
 
+  KOKKOS_INLINE_FUNCTION static int steps_of(const Work& w) { return (w.k_end - w.k_begin + BK - 1) / BK; }
+  KOKKOS_INLINE_FUNCTION static int depth_of(const Work& w, int s) {
+    const int k0 = w.k_begin + s * BK;
+    return w.k_end - k0 < BK ? w.k_end - k0 : BK;
+  }
+
+  // A team's life, around the kernel's own parts (Kernel: its scratch and
+  // accumulators `team(m)`, `prepare` (scratch the loads need, by the
+  // loaders), `sources` (an item's operand row starts, made once per item),
+  // `load_step` (given the barrier its bulk copies complete on, null without
+  // them), `multiply`, `zero`, `finish`, `store`): one work
+  // item per team with every thread copying and multiplying, or, for a
+  // warp-specialised fragment, resident teams over all the items.
+  template <class Kernel>
+  KOKKOS_FORCEINLINE_FUNCTION void run(const member& m, const Kernel& kernel, int depth) const {
+    if constexpr (frag::producer_threads > 0)
+      run_specialized(m, kernel, depth);
+    else
+      run_team(m, kernel, depth);
+  }
+
+  template <class Kernel>
+  KOKKOS_FORCEINLINE_FUNCTION void run_team(const member& m, const Kernel& kernel, int depth) const {
+    Work w;
+    if (!work(m.league_rank(), w, depth)) return;
+    auto t = kernel.team(m);
+    const Loader ld{m.team_rank(), m.team_size()};
+    kernel.prepare(t, w, ld);
+    m.team_barrier();
+    auto acc = kernel.accumulators(m);
+    kernel.zero(m, acc);
+    const auto from = kernel.sources(w);
+    const int steps = steps_of(w);
+    for (int s = 0; s < steps + L; ++s) {
+      begin_step(m, s);
+      if (s < steps)
+        kernel.load_step(t, from, w, ld, w.k_begin + s * BK, depth_of(w, s), s % S, s < S, nullptr);
+      frag::commit_copies();
+      if (s < L) continue;
+      kernel.multiply(m, t, (s - L) % S, acc);
+    }
+    kernel.finish(m, acc);
+    kernel.store(m, acc, w);
+  }
+
+  // The producer warps load step g of the team's life into stage g % S once
+  // the multipliers have freed it; the multipliers wait for each step's
+  // data, multiply, free the stage of step g - F (its wgmma now done: F
+  // batches are left in flight) and after an item's last step store while
+  // the producer runs ahead into the next item. No team barrier after the
+  // start.
+  template <class Kernel>
+  KOKKOS_FORCEINLINE_FUNCTION void run_specialized(const member& m, const Kernel& kernel, int depth) const {
+    using pipeline = typename frag::pipeline;
+    const pipeline pipe{static_cast<std::uint64_t*>(
+        m.team_scratch(0).get_shmem_aligned(pipeline::scratch_bytes(), 8))};
+    auto t = kernel.team(m);
+    auto acc = kernel.accumulators(m);
+    pipe.initialize(m.team_rank(), frag::producer_threads, frag::multiplier_threads / 32);
+    m.team_barrier();
+    Work w;
+    int g = 0;
+    if (m.team_rank() >= frag::multiplier_threads) {
+      const Loader ld{m.team_rank() - frag::multiplier_threads, frag::producer_threads};
+      for (int item = m.league_rank(); work(item, w, depth); item += m.league_size()) {
+        pipeline::sync_producer(frag::producer_threads);  // the previous item's loads have read the scratch prepare writes
+        kernel.prepare(t, w, ld);
+        pipeline::sync_producer(frag::producer_threads);
+        const auto from = kernel.sources(w);
+        const int steps = steps_of(w);
+        for (int s = 0; s < steps; ++s, ++g) {
+          pipe.wait_free(g);
+          kernel.load_step(t, from, w, ld, w.k_begin + s * BK, depth_of(w, s), g % S, g < S,
+                           pipe.loaded_barrier(g));
+          pipe.loaded_when_landed(g);
+        }
+      }
+      frag::template wait_copies<0>();  // nothing in flight when the warp exits
+      return;
+    }
+    const int lane = m.team_rank() % 32;
+    for (int item = m.league_rank(); work(item, w, depth); item += m.league_size()) {
+      kernel.zero(m, acc);
+      const int steps = steps_of(w);
+      for (int s = 0; s < steps; ++s, ++g) {
+        pipe.wait_loaded(g);
+        kernel.multiply(m, t, g % S, acc);
+        if (s >= F) pipe.release(g - F, lane);  // its multiplies are done
+      }
+      kernel.finish(m, acc);
+      for (int s = steps < F ? steps : F; s > 0; --s) pipe.release(g - s, lane);
+      kernel.store(m, acc, w);
+    }
+  }
+
+  // The scratch of run: the pipeline's barriers where it has them.
+  static std::size_t run_scratch_bytes() {
+    if constexpr (frag::producer_threads > 0)
+      return frag::pipeline::scratch_bytes();
+    else
+      return 0;
+  }
+
+  // Whether load_step moves whole tiles by the fragment's bulk copies: the
+  // producer's thread 0 issues them (after announcing their bytes), the
+  // other operands still go through load_tile.
+  KOKKOS_INLINE_FUNCTION bool bulk(const std::uint64_t* barrier) const {
+    return frag::producer_threads > 0 && barrier != nullptr && maps != nullptr;
+  }
+  KOKKOS_INLINE_FUNCTION void acquire_maps(const Loader& ld, int first, int count) const {
+    if constexpr (frag::producer_threads > 0)
+      if (maps != nullptr && ld.rank == 0)
+        for (int i = first; i < first + count; ++i) frag::acquire_map(map(i));
+  }
+
   // Light-weight: the functor travels as a kernel argument even past 512
   // bytes, where Kokkos 3.4 would copy it to constant memory behind a host
   // synchronisation (slower to launch, and not capturable in a CUDA graph).
+  // One team per work item, or the fragment's resident teams (at most one
+  // per item).
   auto make_policy(const ExecutionSpace& exec, std::int64_t tiles, std::size_t scratch) const {
+    const std::int64_t items    = tiles * column_blocks * splits;
+    const std::int64_t resident = frag::resident_teams();
+    const std::int64_t teams    = resident > 0 && resident < items ? resident : items;
     return Kokkos::Experimental::require(
-        policy(exec, int(tiles * column_blocks * splits), frag::team_size())
-            .set_scratch_size(0, Kokkos::PerTeam(scratch)),
+        policy(exec, int(teams), frag::team_size())
+            .set_scratch_size(0, Kokkos::PerTeam(scratch + run_scratch_bytes())),
         Kokkos::Experimental::WorkItemProperty::HintLightWeight);
   }
 };
+
+// Slots of the layer's tensor maps (ExpertTileKernel::maps).
+enum CopyMap { gate_map, up_map, down_map, activations_map, copy_map_count };
 
 KOKKOS_INLINE_FUNCTION float silu_times(float g, float u) { return g / (1.0f + math::exp(-g)) * u; }
 
@@ -261,44 +419,81 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Fragment<Executio
            2 * frag::accumulator_bytes() + base::tile_tokens_bytes();
   }
 
-  KOKKOS_INLINE_FUNCTION void operator()(const member& m) const {
-    typename base::Work w;
+  // The team's scratch and accumulators (see ExpertTileKernel::run). S
+  // stages of each operand tile (see begin_step); stage b of the weights is
+  // the gate tile then the up tile (ws rows 2b BN and (2b + 1) BN), next to
+  // each other as the fragment may multiply them as one tile.
+  struct Team {
+    tile xs, ws;
+    int* tokens;
+  };
+  struct Accumulators {
+    typename frag::accumulator_type g, u;
+  };
+  KOKKOS_FORCEINLINE_FUNCTION Team team(const member& m) const {
+    return Team{frag::operand(m, S * BM), frag::operand(m, S * 2 * BN), base::tile_tokens(m)};
+  }
+  KOKKOS_FORCEINLINE_FUNCTION static Accumulators accumulators(const member& m) {
+    return Accumulators{frag::accumulator(m), frag::accumulator(m)};
+  }
+  KOKKOS_FORCEINLINE_FUNCTION void prepare(const Team& t, const typename base::Work& w,
+                                      const typename base::Loader& ld) const {
+    this->fill_tile_tokens(t.tokens, w, ld);
+    this->acquire_maps(ld, gate_map, 2);
+  }
+  // Row starts: x rows are gathered, weight rows are H apart.
+  struct Sources {
+    const Scalar *gate0, *up0;
+    bool aligned;
+  };
+  KOKKOS_FORCEINLINE_FUNCTION Sources sources(const typename base::Work& w) const {
+    const int H = int(x.extent(1));
+    Sources f;
+    f.gate0   = &gate(w.expert, w.first_col, 0);
+    f.up0     = &up(w.expert, w.first_col, 0);
+    f.aligned = base::rows_aligned(x.data(), H) && base::rows_aligned(f.gate0, H) &&
+                base::rows_aligned(f.up0, H);
+    return f;
+  }
+  KOKKOS_FORCEINLINE_FUNCTION void load_step(const Team& t, const Sources& from, const typename base::Work& w,
+                                        const typename base::Loader& ld, int k0, int depth, int b,
+                                        bool first_use, std::uint64_t* barrier) const {
     const int H = int(x.extent(1)), F = int(gate.extent(1));
-    if (!this->work(m, w, H)) return;
     const int cols = F - w.first_col < BN ? F - w.first_col : BN;
-    // S stages of each operand tile (see begin_step); stage b of the weights is
-    // the gate tile then the up tile (ws rows 2b BN and (2b + 1) BN), next to
-    // each other as the fragment may multiply them as one tile.
-    const tile xs = frag::operand(m, S * BM), ws = frag::operand(m, S * 2 * BN);
-    const int* tokens = this->tile_tokens(m, w);
-    typename frag::accumulator_type g = frag::accumulator(m), u = frag::accumulator(m);
-    frag::zero(m, g);
-    frag::zero(m, u);
-    // Row starts computed once: x rows are gathered, weight rows are H apart.
-    const Scalar* x0    = x.data();
-    const Scalar* gate0 = &gate(w.expert, w.first_col, 0);
-    const Scalar* up0   = &up(w.expert, w.first_col, 0);
-    const bool aligned  = base::rows_aligned(x0, H) && base::rows_aligned(gate0, H) &&
-                         base::rows_aligned(up0, H);
-    const int steps = (w.k_end - w.k_begin + BK - 1) / BK;
-    for (int s = 0; s < steps + L; ++s) {
-      base::begin_step(m, s);
-      if (s < steps) {
-        const int k0 = w.k_begin + s * BK, depth = w.k_end - k0 < BK ? w.k_end - k0 : BK, b = s % S;
-        base::template load_tile<BM>(m, base::stage(xs, b, BM), w.rows, depth,
-                   [&](int r) { return x0 + std::int64_t(tokens[r]) * H + k0; }, aligned, s < S);
-        base::template load_tile<BN>(m, base::stage(ws, 2 * b, BN), cols, depth,
-                   [&](int n) { return gate0 + std::int64_t(n) * H + k0; }, aligned, s < S);
-        base::template load_tile<BN>(m, base::stage(ws, 2 * b + 1, BN), cols, depth,
-                   [&](int n) { return up0 + std::int64_t(n) * H + k0; }, aligned, s < S);
+    const Scalar *x0 = x.data(), *gate0 = from.gate0, *up0 = from.up0;
+    const bool aligned = from.aligned;
+    const int* tokens = t.tokens;
+    base::template load_tile<BM>(ld, base::stage(t.xs, b, BM), w.rows, depth,
+               [&](int r) { return x0 + std::int64_t(tokens[r]) * H + k0; }, aligned, first_use);
+    if constexpr (frag::producer_threads > 0) {
+      if (this->bulk(barrier)) {
+        if (ld.rank == 0) {
+          const int row = w.expert * F + w.first_col;
+          frag::expect_bytes(barrier, int(2 * BN * BK * sizeof(Scalar)));
+          frag::bulk_load(base::stage(t.ws, 2 * b, BN), this->map(gate_map), row, k0, barrier);
+          frag::bulk_load(base::stage(t.ws, 2 * b + 1, BN), this->map(up_map), row, k0, barrier);
+        }
+        return;
       }
-      frag::commit_copies();
-      if (s < L) continue;
-      const int b = (s - L) % S;
-      frag::mma_nt(m, base::stage(xs, b, BM), base::stage(ws, 2 * b, BN), g,
-                   base::stage(ws, 2 * b + 1, BN), u);
     }
-    frag::finish(m, g, u);
+    base::template load_tile<BN>(ld, base::stage(t.ws, 2 * b, BN), cols, depth,
+               [&](int n) { return gate0 + std::int64_t(n) * H + k0; }, aligned, first_use);
+    base::template load_tile<BN>(ld, base::stage(t.ws, 2 * b + 1, BN), cols, depth,
+               [&](int n) { return up0 + std::int64_t(n) * H + k0; }, aligned, first_use);
+  }
+  KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b, Accumulators& a) {
+    frag::mma_nt(m, base::stage(t.xs, b, BM), base::stage(t.ws, 2 * b, BN), a.g,
+                 base::stage(t.ws, 2 * b + 1, BN), a.u);
+  }
+  KOKKOS_FORCEINLINE_FUNCTION static void zero(const member& m, Accumulators& a) {
+    frag::zero(m, a.g);
+    frag::zero(m, a.u);
+  }
+  KOKKOS_FORCEINLINE_FUNCTION static void finish(const member& m, Accumulators& a) { frag::finish(m, a.g, a.u); }
+
+  KOKKOS_FORCEINLINE_FUNCTION void store(const member& m, Accumulators& t, const typename base::Work& w) const {
+    const int F = int(gate.extent(1));
+    const int cols = F - w.first_col < BN ? F - w.first_col : BN;
     if (this->splits > 1) {
       const std::int64_t row0 = std::int64_t(w.split) * assignments + w.first_row;
       frag::store(
@@ -309,7 +504,7 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Fragment<Executio
               partial(row0 + r, F + w.first_col + n) = uv;
             }
           },
-          g, u);
+          t.g, t.u);
       return;
     }
     frag::store(
@@ -318,8 +513,10 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Fragment<Executio
           if (r < w.rows && n < cols)
             h(w.first_row + r, w.first_col + n) = from_float<Scalar>(silu_times(gv, uv));
         },
-        g, u);
+        t.g, t.u);
   }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member& m) const { this->run(m, *this, int(x.extent(1))); }
 };
 
 // h[p][f] from the K parts of a split gate/up (see GateUpKernel), summed in
@@ -370,34 +567,68 @@ struct DownKernel
            frag::accumulator_bytes();
   }
 
-  KOKKOS_INLINE_FUNCTION void operator()(const member& m) const {
-    typename base::Work w;
-    const int F = int(h.extent(1)), H = int(down.extent(1));
-    if (!this->work(m, w, F)) return;
-    const int cols = H - w.first_col < BN ? H - w.first_col : BN;
-    const tile hs = frag::operand(m, S * BM), ds = frag::operand(m, S * BN);
-    typename frag::accumulator_type acc = frag::accumulator(m);
-    frag::zero(m, acc);
-    // Row starts computed once: rows of h and of down are F apart.
-    const Scalar* h0    = &h(w.first_row, 0);
-    const Scalar* down0 = &down(w.expert, w.first_col, 0);
-    const bool aligned  = base::rows_aligned(h0, F) && base::rows_aligned(down0, F);
-    const int steps     = (w.k_end - w.k_begin + BK - 1) / BK;
-    for (int s = 0; s < steps + L; ++s) {
-      base::begin_step(m, s);
-      if (s < steps) {
-        const int k0 = w.k_begin + s * BK, depth = w.k_end - k0 < BK ? w.k_end - k0 : BK, b = s % S;
-        base::template load_tile<BM>(m, base::stage(hs, b, BM), w.rows, depth,
-                   [&](int r) { return h0 + std::int64_t(r) * F + k0; }, aligned, s < S);
-        base::template load_tile<BN>(m, base::stage(ds, b, BN), cols, depth,
-                   [&](int n) { return down0 + std::int64_t(n) * F + k0; }, aligned, s < S);
+  struct Team {
+    tile hs, ds;
+  };
+  struct Accumulators {
+    typename frag::accumulator_type acc;
+  };
+  KOKKOS_FORCEINLINE_FUNCTION Team team(const member& m) const {
+    return Team{frag::operand(m, S * BM), frag::operand(m, S * BN)};
+  }
+  KOKKOS_FORCEINLINE_FUNCTION static Accumulators accumulators(const member& m) {
+    return Accumulators{frag::accumulator(m)};
+  }
+  KOKKOS_FORCEINLINE_FUNCTION void prepare(const Team&, const typename base::Work&,
+                                      const typename base::Loader& ld) const {
+    this->acquire_maps(ld, down_map, 2);
+  }
+  // Row starts: rows of h and of down are F apart.
+  struct Sources {
+    const Scalar *h0, *down0;
+    int F, H, cols;
+    bool aligned;
+  };
+  KOKKOS_FORCEINLINE_FUNCTION Sources sources(const typename base::Work& w) const {
+    Sources f;
+    f.F = int(h.extent(1)), f.H = int(down.extent(1));
+    f.cols    = f.H - w.first_col < BN ? f.H - w.first_col : BN;
+    f.h0      = &h(w.first_row, 0);
+    f.down0   = &down(w.expert, w.first_col, 0);
+    f.aligned = base::rows_aligned(f.h0, f.F) && base::rows_aligned(f.down0, f.F);
+    return f;
+  }
+  KOKKOS_FORCEINLINE_FUNCTION void load_step(const Team& t, const Sources& from, const typename base::Work& w,
+                                        const typename base::Loader& ld, int k0, int depth, int b,
+                                        bool first_use, std::uint64_t* barrier) const {
+    const int F = from.F, H = from.H, cols = from.cols;
+    const Scalar *h0 = from.h0, *down0 = from.down0;
+    const bool aligned = from.aligned;
+    if constexpr (frag::producer_threads > 0) {
+      if (this->bulk(barrier)) {
+        if (ld.rank == 0) {
+          frag::expect_bytes(barrier, int((BM + BN) * BK * sizeof(Scalar)));
+          frag::bulk_load(base::stage(t.hs, b, BM), this->map(activations_map), w.first_row, k0, barrier);
+          frag::bulk_load(base::stage(t.ds, b, BN), this->map(down_map), w.expert * H + w.first_col,
+                          k0, barrier);
+        }
+        return;
       }
-      frag::commit_copies();
-      if (s < L) continue;
-      const int b = (s - L) % S;
-      frag::mma_nt(m, base::stage(hs, b, BM), base::stage(ds, b, BN), acc);
     }
-    frag::finish(m, acc);
+    base::template load_tile<BM>(ld, base::stage(t.hs, b, BM), w.rows, depth,
+               [&](int r) { return h0 + std::int64_t(r) * F + k0; }, aligned, first_use);
+    base::template load_tile<BN>(ld, base::stage(t.ds, b, BN), cols, depth,
+               [&](int n) { return down0 + std::int64_t(n) * F + k0; }, aligned, first_use);
+  }
+  KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b, Accumulators& a) {
+    frag::mma_nt(m, base::stage(t.hs, b, BM), base::stage(t.ds, b, BN), a.acc);
+  }
+  KOKKOS_FORCEINLINE_FUNCTION static void zero(const member& m, Accumulators& a) { frag::zero(m, a.acc); }
+  KOKKOS_FORCEINLINE_FUNCTION static void finish(const member& m, Accumulators& a) { frag::finish(m, a.acc); }
+
+  KOKKOS_FORCEINLINE_FUNCTION void store(const member& m, Accumulators& t, const typename base::Work& w) const {
+    const int H    = int(down.extent(1));
+    const int cols = H - w.first_col < BN ? H - w.first_col : BN;
     const auto& plan = this->plan;
     const int kk     = this->k;
     frag::store(
@@ -408,8 +639,10 @@ struct DownKernel
             y(std::int64_t(w.split) * assignments + a, w.first_col + n) = weights(a / kk, a % kk) * v;
           }
         },
-        acc);
+        t.acc);
   }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member& m) const { this->run(m, *this, int(h.extent(1))); }
 };
 
 // out[t] = sum of the k weighted expert outputs of token t and of their K
@@ -434,6 +667,38 @@ struct CombineKernel {
     out(t, n) = from_float<Scalar>(s);
   }
 };
+
+// The tensor maps of the large kernels' operands (gate, up and down
+// weights, activations h) in device memory, for fragments with bulk copies;
+// an empty view elsewhere or where a map cannot be made (unaligned rows,
+// strided views, no driver entry point): the kernels then copy 16 bytes at
+// a time. Made once per layer, so a forward does no host work for them.
+template <class ExecutionSpace, class Scalar, class Weights, class Activations>
+Kokkos::View<std::uint64_t*, typename ExecutionSpace::memory_space> copy_maps(
+    const Weights& w, const Activations& h) {
+  using gate_up = GateUpKernel<ExecutionSpace, Scalar, TileSize::large>;
+  using down    = DownKernel<ExecutionSpace, Scalar, TileSize::large>;
+  Kokkos::View<std::uint64_t*, typename ExecutionSpace::memory_space> maps;
+  if constexpr (gate_up::frag::producer_threads > 0 && down::frag::producer_threads > 0) {
+    constexpr int words = gate_up::map_words;
+    alignas(64) std::uint64_t host[copy_map_count][words] = {};
+    const std::uint64_t E = w.gate.extent(0), F = w.gate.extent(1), H = w.gate.extent(2);
+    const bool made =
+        w.gate.span_is_contiguous() && w.up.span_is_contiguous() && w.down.span_is_contiguous() &&
+        h.span_is_contiguous() &&
+        gate_up::frag::encode_map(host[gate_map], w.gate.data(), E * F, H, gate_up::BN) &&
+        gate_up::frag::encode_map(host[up_map], w.up.data(), E * F, H, gate_up::BN) &&
+        down::frag::encode_map(host[down_map], w.down.data(), E * H, F, down::BN) &&
+        down::frag::encode_map(host[activations_map], h.data(), h.extent(0), F, down::BM);
+    if (!made) return maps;
+    maps = decltype(maps)("KokkosMoE::tensor_maps", copy_map_count * words);
+    if (reinterpret_cast<std::uintptr_t>(maps.data()) % 64 != 0) return decltype(maps)();
+    Kokkos::deep_copy(maps, Kokkos::View<const std::uint64_t*, Kokkos::HostSpace,
+                                         Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                                &host[0][0], copy_map_count * words));
+  }
+  return maps;
+}
 
 }  // namespace Impl
 }  // namespace KokkosMoE

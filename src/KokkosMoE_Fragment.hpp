@@ -68,20 +68,25 @@ struct DownFragment : Fragment<ExecutionSpace, Scalar, Size> {};
 // (gate and up: one 128 x 256 multiply per K step; 8 warps, 1 team per
 // multiprocessor, 192 KiB), medium 64 x 64 (64 x 128; 4 warps, 2 teams, 96
 // KiB), and for down 128 x 256 and 64 x 128, the same scratch and registers.
-// The large shape leaves each K step's wgmma running under the next step's
-// waits (2 steps loading); the medium one, whose batches are streaming
-// weights, keeps 3 steps loading instead. Measured on the H200 (Mixtral-8x7B
-// at 4096 tokens): 128 x 64 tiles with synchronous wgmma 8.93 ms, 128 x 128
-// also synchronous 8.06, running behind 6.80 (6.61 with one barrier per K step);
-// the medium shape running behind is 1.02-1.04x slower (DeepSeek-V3 and
-// Qwen2 at 512-1024 tokens, Mixtral-8x7B at 128), with 5 stages and 1 team
-// 1.4-1.6x slower.
+// The large shapes are warp-specialised (CudaWarpSpecialized): a producer
+// warpgroup copies (weights and h by tensor copies, gathered x by cp.async),
+// the 8 warps only multiply, resident teams walk the work items. The medium
+// shape, whose batches are streaming weights, keeps 3 steps loading with
+// every warp copying. Measured on the H200 (Mixtral-8x7B at 4096 tokens,
+// whole forward): 128 x 64 tiles with synchronous wgmma 8.93 ms, 128 x 128
+// also synchronous 8.06, running behind 6.80 (6.61 with one barrier per K
+// step, 6.58 in the run below); warp-specialised with a producer warp of
+// 16-byte copies 12.9, a producer warpgroup 7.06, tensor copies for the
+// weights 6.41, each step's wgmma waited for at once (its stage freed a
+// step earlier) 6.10. The medium shape running behind is 1.02-1.04x slower
+// (DeepSeek-V3 and Qwen2 at 512-1024 tokens, Mixtral-8x7B at 128), with 5
+// stages and 1 team 1.4-1.6x slower.
 template <class Scalar>
 struct CudaFragmentOf {
 #if defined(KOKKOS_IMPL_CUDA_SHMEM_OPTIN) && defined(KOKKOSMOE_ENABLE_CUDA_WGMMA)
-  using large       = CudaTensorCoreFragment<Scalar, 128, 128, 64, 8, 1, 4, 1, 1>;
+  using large       = CudaWarpSpecialized<CudaTensorCoreFragment<Scalar, 128, 128, 64, 8, 1, 4, 1>>;
+  using large_down  = CudaWarpSpecialized<CudaTensorCoreFragment<Scalar, 128, 256, 64, 8, 1, 4, 1>>;
   using medium      = CudaTensorCoreFragment<Scalar, 64, 64, 64, 4, 1, 4, 2>;
-  using large_down  = CudaTensorCoreFragment<Scalar, 128, 256, 64, 8, 1, 4, 1, 1>;
   using medium_down = CudaTensorCoreFragment<Scalar, 64, 128, 64, 4, 1, 4, 2>;
   using small       = CudaTensorCoreFragment<Scalar, 16, 64, 64, 1, 4, 4, 3>;
 #elif defined(KOKKOS_IMPL_CUDA_SHMEM_OPTIN)

@@ -80,6 +80,10 @@ struct PortableFragment {
 
   static constexpr int team_threads = 0;  // chosen at run time (team_size)
   using launch_bounds               = Kokkos::LaunchBounds<>;
+  // Every thread copies and multiplies (no producer threads), one team per
+  // work item (no resident teams walking a list of them).
+  static constexpr int producer_threads = 0;
+  static int resident_teams() { return 0; }
   static int team_size() {
     return Kokkos::SpaceAccessibility<Kokkos::HostSpace,
                                       typename ExecutionSpace::memory_space>::accessible

@@ -73,6 +73,7 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
   // Spare rows hold the split-K partial sums of small batches.
   y_ = decltype(y_)("KokkosMoE::expert_outputs", std::max<std::int64_t>(T * k, Impl::split_k_rows), H);
   gate_up_parts_ = decltype(gate_up_parts_)("KokkosMoE::gate_up_parts", Impl::split_k_rows, 2 * F);
+  copy_maps_     = Impl::copy_maps<ExecutionSpace, Scalar>(weights_, h_);
 }
 
 template <class ExecutionSpace, class Scalar>
@@ -193,6 +194,7 @@ void Layer<ExecutionSpace, Scalar>::gate_up_tiles(const const_tokens_view& x,
   f.h             = h_;
   f.partial       = gate_up_parts_;
   f.assignments   = int(assignments);
+  f.maps          = copy_maps_.data();
   const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts, kernel::BM);
   // Decode: few tiles would leave most multiprocessors idle or run in one
   // and a bit waves; split H (parts to gate_up_parts_, then one activation
@@ -250,6 +252,7 @@ void Layer<ExecutionSpace, Scalar>::down_combine_tiles(const const_weights_view&
   f.weights       = routing_weights;
   f.y             = y_;
   f.assignments   = int(assignments);
+  f.maps          = copy_maps_.data();
   const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts, kernel::BM);
   // Few tokens leave few tiles and a long F: split F so that the launch
   // still fills the device (partial sums go to spare rows of y).

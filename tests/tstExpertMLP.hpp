@@ -14,7 +14,7 @@ namespace Test {
 // function: CUDA lambdas cannot live in a test body, a private member.)
 template <class Space, class Scalar, class frag, class View>
 void fragment_mma(const View& a, const View& b, const View& c, int team_size) {
-  using policy = Kokkos::TeamPolicy<Space>;
+  using policy = Kokkos::TeamPolicy<Space, typename frag::launch_bounds>;
   const int M = frag::tile_m, N = frag::tile_n, K = frag::tile_k;
   const std::size_t bytes = frag::operand_bytes(M) + frag::operand_bytes(N) + frag::accumulator_bytes();
   Kokkos::parallel_for(

@@ -37,6 +37,10 @@ const Case cases[] = {
     {"split_k_gate_up", 4, 2, 300, 40, 3, 4},  // few tiles, long H: gate/up split H
     // The layer's other tile shapes: 40 and 600 rows per expert.
     {"medium_tiles", 2, 1, 70, 90, 80, 2},   {"large_tiles", 1, 1, 40, 72, 600, 1},
+    // Partly filled 128-row tiles, more work items (8 x 17 column blocks)
+    // than an H200's resident teams of the large kernels: a team's later
+    // items reuse stages (loads of only the filled rows) and tensor copies.
+    {"resident_teams", 8, 2, 256, 2176, 400, 8},
 };
 
 // A random problem of the case's shape, with its routing set.
