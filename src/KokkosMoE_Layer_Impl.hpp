@@ -73,7 +73,9 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
   // Spare rows hold the split-K partial sums of small batches.
   y_ = decltype(y_)("KokkosMoE::expert_outputs", std::max<std::int64_t>(T * k, Impl::split_k_rows), H);
   gate_up_parts_ = decltype(gate_up_parts_)("KokkosMoE::gate_up_parts", Impl::split_k_rows, 2 * F);
-  copy_maps_     = Impl::copy_maps<ExecutionSpace, Scalar>(weights_, h_);
+  if (Impl::bulk_copies<ExecutionSpace, Scalar>())
+    gathered_rows_ = decltype(gathered_rows_)("KokkosMoE::gathered_rows", T * k, H);
+  copy_maps_ = Impl::copy_maps<ExecutionSpace, Scalar>(weights_, h_, gathered_rows_);
 }
 
 template <class ExecutionSpace, class Scalar>
@@ -202,6 +204,16 @@ void Layer<ExecutionSpace, Scalar>::gate_up_tiles(const const_tokens_view& x,
   if (Impl::TileSize(Size) == Impl::TileSize::small)
     f.split_k(tiles, int(config_.hidden_size), assignments, std::int64_t(gate_up_parts_.extent(0)),
               Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::small>::split_k_teams());
+  // The large kernel's tensor copies read x's rows gathered in sorted order.
+  if (Impl::TileSize(Size) == Impl::TileSize::large && f.maps != nullptr) {
+    using gather = Impl::GatherRowsKernel<ExecutionSpace, Scalar>;
+    const bool aligned = reinterpret_cast<std::uintptr_t>(x.data()) % 16 == 0;
+    Kokkos::parallel_for("KokkosMoE::gather_rows",
+                         Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
+                             exec_, 0, gather::items(assignments, config_.hidden_size)),
+                         gather{plan_, x, gathered_rows_, int(config_.top_k),
+                                int(config_.num_experts), aligned});
+  }
   Kokkos::parallel_for("KokkosMoE::gate_up", f.make_policy(exec_, tiles, kernel::scratch_bytes()), f);
   if (f.splits > 1)
     Kokkos::parallel_for(

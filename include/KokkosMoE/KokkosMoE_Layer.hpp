@@ -107,9 +107,11 @@ class Layer {
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y_;        // [max_tokens * k, H]
   // Split-K parts of the gate and up products of small batches: [rows, 2F].
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> gate_up_parts_;
-  // Descriptors of the weights and h for bulk tensor copies, where the
-  // backend's kernels use them (empty otherwise).
+  // Descriptors of the weights, h and the gathered rows of x for bulk tensor
+  // copies, and those rows ([max_tokens * k, H] in sorted order), where the
+  // backend's large kernels use them (empty otherwise).
   Kokkos::View<std::uint64_t*, memory_space> copy_maps_;
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> gathered_rows_;
 };
 
 }  // namespace KokkosMoE
