@@ -324,7 +324,7 @@ struct CudaTensorCoreFragment {
   }
 };
 
-// Base with one more warp that only copies (warp specialisation): the
+// Base with one more warpgroup that only copies (warp specialisation): the
 // Base's warps only multiply, waiting for each stage's data on its barrier
 // rather than at a team barrier (CudaStagePipeline), and the producer issues
 // every copy, so neither waits for the other's instructions. Its teams are
@@ -334,6 +334,8 @@ struct CudaTensorCoreFragment {
 template <class Base>
 struct CudaWarpSpecialized : Base {
   static constexpr int multiplier_threads = Base::team_threads;
+  // A warpgroup: where tensor maps cannot be made, its 16-byte copies keep
+  // up (one producer warp's made the large kernels 2x slower, H200).
   static constexpr int producer_threads   = 128;
   static constexpr int team_threads       = multiplier_threads + producer_threads;
   static int team_size() { return team_threads; }
@@ -369,7 +371,7 @@ struct CudaWarpSpecialized : Base {
     pipeline::expect_bytes(barrier, bytes);
   }
 
-  // The producer warp takes no part in the multiplies.
+  // The producer warps take no part in the multiplies.
   template <class Member, class... Pairs>
   KOKKOS_INLINE_FUNCTION static void mma_nt(const Member& member, const typename Base::tile& a,
                                             Pairs&&... b_acc) {

@@ -1,4 +1,4 @@
-// A copy pipeline between one producer warp and the warps that multiply,
+// A copy pipeline between producer warps and the warps that multiply,
 // synchronised by shared-memory barriers (mbarrier, sm_90) instead of team
 // barriers: for each of S stages, `loaded` completes when the producer's
 // copies into the stage have landed and `free` when every multiplying warp
@@ -21,13 +21,16 @@ template <int Stages>
 struct CudaStagePipeline {
   std::uint64_t* barriers;  // in team scratch: loaded[S] then free[S]
 
-  KOKKOS_INLINE_FUNCTION static constexpr std::size_t scratch_bytes() { return 2 * Stages * sizeof(std::uint64_t) + 8; }
+  KOKKOS_INLINE_FUNCTION static constexpr std::size_t scratch_bytes() {
+    return 2 * Stages * sizeof(std::uint64_t) + 8;  // + alignment
+  }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   // Thread 0 sets the barriers up; the caller passes a team barrier after.
   // loaded: each producer thread arrives twice per round, once itself
   // (releasing its plain scratch stores: zero fill) and once when its
-  // cp.async copies have landed; free: one arrival per multiplying warp.
+  // cp.async copies have landed, and tensor copies count their bytes
+  // (expect_bytes); free: one arrival per multiplying warp.
   __device__ void initialize(int rank, int producer_threads, int multiplier_warps) const {
     if (rank != 0) return;
     for (int s = 0; s < Stages; ++s) {
