@@ -76,6 +76,7 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
   if (Impl::bulk_copies<ExecutionSpace, Scalar>())
     gathered_rows_ = decltype(gathered_rows_)("KokkosMoE::gathered_rows", T * k, H);
   copy_maps_ = Impl::copy_maps<ExecutionSpace, Scalar>(weights_, h_, gathered_rows_);
+  if (copy_maps_.size() == 0) gathered_rows_ = decltype(gathered_rows_)();  // 16-byte copies: unused
 }
 
 template <class ExecutionSpace, class Scalar>
