@@ -66,10 +66,7 @@ struct CudaStagePipeline {
   // The producer's threads (whole warps), between their own scratch
   // accesses: named barrier 1 (Kokkos' team barrier is barrier 0).
   __device__ static void sync_producer(int threads) {
-    if (threads == 32)
-      __syncwarp();
-    else
-      asm volatile("bar.sync 1, %0;\n" ::"r"(threads) : "memory");
+    asm volatile("bar.sync 1, %0;\n" ::"r"(threads) : "memory");
   }
   // Multiplier warp, once its multiplies of step g have completed.
   __device__ void release(int g, int lane) const {

@@ -59,7 +59,7 @@ inline bool encode(void* map, const void* data, std::uint64_t rows, std::uint64_
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 // The map was written by a copy from the host: order that before its use
-// by the tensor copies (once per kernel and map).
+// by the tensor copies (the producer's thread 0, before each work item).
 __device__ inline void acquire(const void* map) {
   asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n" ::"l"(map) : "memory");
 }
