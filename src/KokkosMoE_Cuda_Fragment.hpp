@@ -266,7 +266,8 @@ struct CudaTensorCoreFragment {
   __device__ static void warpgroup_mma(const Member& member, const tile& a, const tile& b,
                                        accumulator_type& lo, accumulator_type& hi,
                                        std::integral_constant<int, N>) {
-    const std::uint64_t da = warpgroup::descriptor(a.data() + (member.team_rank() / 128) * 64 * tile_k);
+    const std::uint64_t da =
+        warpgroup::descriptor(a.data() + (member.team_rank() / 128) * 64 * tile_k);
     const std::uint64_t db = warpgroup::descriptor(b.data());
     float* const l = &lo.c[0][0][0];
     float* const h = N == tile_n ? l + N / 4 : &hi.c[0][0][0];
@@ -313,7 +314,8 @@ struct CudaTensorCoreFragment {
       // (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15),
       // that is b0 b1 of n-block j and b0 b1 of n-block j + 1.
       unsigned fb[4];
-      load_matrix(fb, element(b, col0 + j * 8 + lane % 8 + (lane / 16) * 8, kk + ((lane / 8) % 2) * 8));
+      load_matrix(fb,
+                  element(b, col0 + j * 8 + lane % 8 + (lane / 16) * 8, kk + ((lane / 8) % 2) * 8));
 #pragma unroll
       for (int i = 0; i < frags_m; ++i) {
         mma_m16n8k16<Scalar>(acc.c[i][j], fa[i], fb[0], fb[1]);

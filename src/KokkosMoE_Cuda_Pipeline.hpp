@@ -54,7 +54,8 @@ struct CudaStagePipeline {
   // the bytes they bring (before the thread's arrival in loaded_when_landed).
   __device__ std::uint64_t* loaded_barrier(int g) const { return loaded(g % Stages); }
   __device__ static void expect_bytes(std::uint64_t* barrier, int bytes) {
-    asm volatile("mbarrier.expect_tx.shared::cta.b64 [%0], %1;\n" ::"r"(address(barrier)), "r"(bytes)
+    asm volatile("mbarrier.expect_tx.shared::cta.b64 [%0], %1;\n" ::"r"(address(barrier)),
+                 "r"(bytes)
                  : "memory");
   }
   // Multiplier: waits for step g's data, then makes it visible to wgmma
@@ -83,7 +84,8 @@ struct CudaStagePipeline {
     return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
   }
   __device__ static void init(std::uint64_t* p, int count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(address(p)), "r"(count) : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(address(p)), "r"(count)
+                 : "memory");
   }
   __device__ static void wait(const std::uint64_t* p, int parity) {
     std::uint32_t done = 0;

@@ -43,7 +43,8 @@ inline bool encode(void* map, const void* data, std::uint64_t rows, std::uint64_
         cudaSuccess)
 #endif
       return encode_fn(nullptr);
-    return found == cudaDriverEntryPointSuccess ? reinterpret_cast<encode_fn>(f) : encode_fn(nullptr);
+    return found == cudaDriverEntryPointSuccess ? reinterpret_cast<encode_fn>(f)
+                                                : encode_fn(nullptr);
   }();
   if (fn == nullptr || rows == 0 || cols == 0 || reinterpret_cast<std::uintptr_t>(data) % 16 != 0 ||
       (cols * 2) % 16 != 0)
@@ -52,9 +53,10 @@ inline bool encode(void* map, const void* data, std::uint64_t rows, std::uint64_
   const cuuint64_t strides[1] = {cols * 2};
   const cuuint32_t box[2]     = {box_k, box_rows};
   const cuuint32_t steps[2]   = {1, 1};
-  return fn(static_cast<CUtensorMap*>(map), CU_TENSOR_MAP_DATA_TYPE_UINT16, 2, const_cast<void*>(data),
-            dims, strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  return fn(static_cast<CUtensorMap*>(map), CU_TENSOR_MAP_DATA_TYPE_UINT16, 2,
+            const_cast<void*>(data), dims, strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

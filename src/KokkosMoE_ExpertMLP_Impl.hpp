@@ -36,7 +36,9 @@ struct ExpertTileKernel {
   // Tensor maps of the operands (see copy_maps) or null: the fragment's
   // bulk copies where it has them, else 16-byte copies.
   const std::uint64_t* maps = nullptr;
-  KOKKOS_INLINE_FUNCTION const std::uint64_t* map(int slot) const { return maps + slot * map_words; }
+  KOKKOS_INLINE_FUNCTION const std::uint64_t* map(int slot) const {
+    return maps + slot * map_words;
+  }
   static constexpr int map_words = 16;
 
   struct Work {
@@ -141,7 +143,8 @@ struct ExpertTileKernel {
   template <class RowAt>
   KOKKOS_FORCEINLINE_FUNCTION static void load(const Loader& ld, const tile& t, int rows, int cols,
                                           const RowAt& row_at, bool aligned, bool zero_rows) {
-    const int height  = zero_rows ? t.extent_int(0) : (rows < t.extent_int(0) ? rows : t.extent_int(0));
+    const int height =
+        zero_rows ? t.extent_int(0) : (rows < t.extent_int(0) ? rows : t.extent_int(0));
     const int threads = ld.threads, rank = ld.rank;
     // 16-byte chunks need 16-byte aligned destinations too.
     const bool vector = V > 1 && aligned &&
@@ -175,7 +178,8 @@ struct ExpertTileKernel {
     return V > 1 && loader_threads >= C && loader_threads % C == 0 && Height % P == 0;
   }
   template <int Height, class RowAt>
-  KOKKOS_FORCEINLINE_FUNCTION static void load_full(const Loader& ld, const tile& t, const RowAt& row_at) {
+  KOKKOS_FORCEINLINE_FUNCTION static void load_full(const Loader& ld, const tile& t,
+                                                    const RowAt& row_at) {
     const int rank = ld.rank, c = (rank % C) * V, r0 = rank / C;
 #pragma unroll
     for (int j = 0; j < Height / P; ++j)
@@ -198,8 +202,9 @@ struct ExpertTileKernel {
   // copies: there the wider code takes registers from the multiplies and
   // ptxas serialises their wgmma.)
   template <int Height, class RowAt>
-  KOKKOS_FORCEINLINE_FUNCTION static void load_tile(const Loader& ld, const tile& t, int rows, int cols,
-                                               const RowAt& row_at, bool aligned, bool zero_rows) {
+  KOKKOS_FORCEINLINE_FUNCTION static void load_tile(const Loader& ld, const tile& t, int rows,
+                                                    int cols, const RowAt& row_at, bool aligned,
+                                                    bool zero_rows) {
     constexpr int full = has_full_load<Height>() ? Height : P;
     if constexpr (frag::producer_threads > 0) {
       if (has_full_load<Height>() && aligned && rows < Height && !zero_rows && cols == BK)
@@ -243,7 +248,8 @@ struct ExpertTileKernel {
   // (Made from a pointer: choosing between tile objects at run time would
   // put them in local memory.)
   KOKKOS_INLINE_FUNCTION static tile stage(const tile& t, int b, int rows) {
-    return tile(t.data() + std::size_t(b) * rows * frag::operand_stride, rows, frag::operand_stride);
+    return tile(t.data() + std::size_t(b) * rows * frag::operand_stride, rows,
+                frag::operand_stride);
   }
 
   // Iteration s of the K loop begins: step s - L has landed for the whole
@@ -254,7 +260,9 @@ struct ExpertTileKernel {
     m.team_barrier();
   }
 
-  KOKKOS_INLINE_FUNCTION static int steps_of(const Work& w) { return (w.k_end - w.k_begin + BK - 1) / BK; }
+  KOKKOS_INLINE_FUNCTION static int steps_of(const Work& w) {
+    return (w.k_end - w.k_begin + BK - 1) / BK;
+  }
   KOKKOS_INLINE_FUNCTION static int depth_of(const Work& w, int s) {
     const int k0 = w.k_begin + s * BK;
     return w.k_end - k0 < BK ? w.k_end - k0 : BK;
@@ -276,7 +284,8 @@ struct ExpertTileKernel {
   }
 
   template <class Kernel>
-  KOKKOS_FORCEINLINE_FUNCTION void run_team(const member& m, const Kernel& kernel, int depth) const {
+  KOKKOS_FORCEINLINE_FUNCTION void run_team(const member& m, const Kernel& kernel,
+                                            int depth) const {
     Work w;
     if (!work(m.league_rank(), w, depth)) return;
     auto t = kernel.team(m);
@@ -306,7 +315,8 @@ struct ExpertTileKernel {
   // the producer runs ahead into the next item. No team barrier after the
   // start.
   template <class Kernel>
-  KOKKOS_FORCEINLINE_FUNCTION void run_specialized(const member& m, const Kernel& kernel, int depth) const {
+  KOKKOS_FORCEINLINE_FUNCTION void run_specialized(const member& m, const Kernel& kernel,
+                                                   int depth) const {
     using pipeline = typename frag::pipeline;
     const pipeline pipe{static_cast<std::uint64_t*>(
         m.team_scratch(0).get_shmem_aligned(pipeline::scratch_bytes(), 8))};
@@ -361,7 +371,9 @@ struct ExpertTileKernel {
   // Whether load_step moves whole tiles by the fragment's bulk copies: the
   // producer's thread 0 issues them (after announcing their bytes), the
   // other operands still go through load_tile.
-  KOKKOS_INLINE_FUNCTION bool bulk_kernel() const { return frag::producer_threads > 0 && maps != nullptr; }
+  KOKKOS_INLINE_FUNCTION bool bulk_kernel() const {
+    return frag::producer_threads > 0 && maps != nullptr;
+  }
   KOKKOS_INLINE_FUNCTION bool bulk(const std::uint64_t* barrier) const {
     return bulk_kernel() && barrier != nullptr;
   }
@@ -398,7 +410,8 @@ KOKKOS_INLINE_FUNCTION float silu_times(float g, float u) { return g / (1.0f + m
 // products to rows s * A + p of `partial` ([g | u], 2F wide) and
 // ActivationKernel finishes h.
 template <class ExecutionSpace, class Scalar, TileSize Size>
-struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Fragment<ExecutionSpace, Scalar, Size>> {
+struct GateUpKernel
+    : ExpertTileKernel<ExecutionSpace, Scalar, Fragment<ExecutionSpace, Scalar, Size>> {
   using base = ExpertTileKernel<ExecutionSpace, Scalar, Fragment<ExecutionSpace, Scalar, Size>>;
   using typename base::member;
   using typename base::tile;
@@ -459,9 +472,10 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Fragment<Executio
                 base::rows_aligned(f.up0, H);
     return f;
   }
-  KOKKOS_FORCEINLINE_FUNCTION void load_step(const Team& t, const Sources& from, const typename base::Work& w,
-                                        const typename base::Loader& ld, int k0, int depth, int b,
-                                        bool first_use, std::uint64_t* barrier) const {
+  KOKKOS_FORCEINLINE_FUNCTION void load_step(const Team& t, const Sources& from,
+                                             const typename base::Work& w,
+                                             const typename base::Loader& ld, int k0, int depth,
+                                             int b, bool first_use, std::uint64_t* barrier) const {
     const int H = int(x.extent(1)), F = int(gate.extent(1));
     const int cols = F - w.first_col < BN ? F - w.first_col : BN;
     const Scalar *x0 = x.data(), *gate0 = from.gate0, *up0 = from.up0;
@@ -470,13 +484,14 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Fragment<Executio
     if constexpr (frag::producer_threads > 0) {
       // The rows of x already gathered in sorted order (GatherRowsKernel):
       // every operand tile is one tensor copy. (Partly filled tiles taking
-      // only their rows of x by 16-byte copies instead measured 1.02-1.12x
+      // only their rows of x by 16-byte copies instead measured 1.04-1.10x
       // slower except on DeepSeek-V3 at 2048 tokens, 1.02x faster.)
       if (this->bulk(barrier)) {
         if (ld.rank == 0) {
           const int row = w.expert * F + w.first_col;
           frag::expect_bytes(barrier, int((BM + 2 * BN) * BK * sizeof(Scalar)));
-          frag::bulk_load(base::stage(t.xs, b, BM), this->map(gathered_map), w.first_row, k0, barrier);
+          frag::bulk_load(base::stage(t.xs, b, BM), this->map(gathered_map), w.first_row, k0,
+                          barrier);
           frag::bulk_load(base::stage(t.ws, 2 * b, BN), this->map(gate_map), row, k0, barrier);
           frag::bulk_load(base::stage(t.ws, 2 * b + 1, BN), this->map(up_map), row, k0, barrier);
         }
@@ -490,7 +505,8 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Fragment<Executio
     base::template load_tile<BN>(ld, base::stage(t.ws, 2 * b + 1, BN), cols, depth,
                [&](int n) { return up0 + std::int64_t(n) * H + k0; }, aligned, first_use);
   }
-  KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b, Accumulators& a) {
+  KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b,
+                                                   Accumulators& a) {
     frag::mma_nt(m, base::stage(t.xs, b, BM), base::stage(t.ws, 2 * b, BN), a.g,
                  base::stage(t.ws, 2 * b + 1, BN), a.u);
   }
@@ -498,9 +514,12 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Fragment<Executio
     frag::zero(m, a.g);
     frag::zero(m, a.u);
   }
-  KOKKOS_FORCEINLINE_FUNCTION static void finish(const member& m, Accumulators& a) { frag::finish(m, a.g, a.u); }
+  KOKKOS_FORCEINLINE_FUNCTION static void finish(const member& m, Accumulators& a) {
+    frag::finish(m, a.g, a.u);
+  }
 
-  KOKKOS_FORCEINLINE_FUNCTION void store(const member& m, Accumulators& t, const typename base::Work& w) const {
+  KOKKOS_FORCEINLINE_FUNCTION void store(const member& m, Accumulators& a,
+                                         const typename base::Work& w) const {
     const int F = int(gate.extent(1));
     const int cols = F - w.first_col < BN ? F - w.first_col : BN;
     if (this->splits > 1) {
@@ -513,7 +532,7 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Fragment<Executio
               partial(row0 + r, F + w.first_col + n) = uv;
             }
           },
-          t.g, t.u);
+          a.g, a.u);
       return;
     }
     frag::store(
@@ -522,10 +541,12 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Fragment<Executio
           if (r < w.rows && n < cols)
             h(w.first_row + r, w.first_col + n) = from_float<Scalar>(silu_times(gv, uv));
         },
-        t.g, t.u);
+        a.g, a.u);
   }
 
-  KOKKOS_INLINE_FUNCTION void operator()(const member& m) const { this->run(m, *this, int(x.extent(1))); }
+  KOKKOS_INLINE_FUNCTION void operator()(const member& m) const {
+    this->run(m, *this, int(x.extent(1)));
+  }
 };
 
 // rows[p] = x[token of sorted row p] for the sorted rows in use, so that the
@@ -543,7 +564,9 @@ struct GatherRowsKernel {
 
   // Item i: values [8c, 8c + 8) of sorted row p (H a multiple of 8, as the
   // tensor maps require).
-  static std::int64_t items(std::int64_t assignments, std::int64_t H) { return assignments * (H / 8); }
+  static std::int64_t items(std::int64_t assignments, std::int64_t H) {
+    return assignments * (H / 8);
+  }
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
     const std::int64_t chunks = x.extent(1) / 8, p = i / chunks, c = (i % chunks) * 8;
     if (p >= plan.offsets(experts)) return;
@@ -638,9 +661,10 @@ struct DownKernel
     f.aligned = base::rows_aligned(f.h0, f.F) && base::rows_aligned(f.down0, f.F);
     return f;
   }
-  KOKKOS_FORCEINLINE_FUNCTION void load_step(const Team& t, const Sources& from, const typename base::Work& w,
-                                        const typename base::Loader& ld, int k0, int depth, int b,
-                                        bool first_use, std::uint64_t* barrier) const {
+  KOKKOS_FORCEINLINE_FUNCTION void load_step(const Team& t, const Sources& from,
+                                             const typename base::Work& w,
+                                             const typename base::Loader& ld, int k0, int depth,
+                                             int b, bool first_use, std::uint64_t* barrier) const {
     const int F = from.F, H = from.H, cols = from.cols;
     const Scalar *h0 = from.h0, *down0 = from.down0;
     const bool aligned = from.aligned;
@@ -648,7 +672,8 @@ struct DownKernel
       if (this->bulk(barrier)) {
         if (ld.rank == 0) {
           frag::expect_bytes(barrier, int((BM + BN) * BK * sizeof(Scalar)));
-          frag::bulk_load(base::stage(t.hs, b, BM), this->map(activations_map), w.first_row, k0, barrier);
+          frag::bulk_load(base::stage(t.hs, b, BM), this->map(activations_map), w.first_row, k0,
+                          barrier);
           frag::bulk_load(base::stage(t.ds, b, BN), this->map(down_map), w.expert * H + w.first_col,
                           k0, barrier);
         }
@@ -660,13 +685,19 @@ struct DownKernel
     base::template load_tile<BN>(ld, base::stage(t.ds, b, BN), cols, depth,
                [&](int n) { return down0 + std::int64_t(n) * F + k0; }, aligned, first_use);
   }
-  KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b, Accumulators& a) {
+  KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b,
+                                                   Accumulators& a) {
     frag::mma_nt(m, base::stage(t.hs, b, BM), base::stage(t.ds, b, BN), a.acc);
   }
-  KOKKOS_FORCEINLINE_FUNCTION static void zero(const member& m, Accumulators& a) { frag::zero(m, a.acc); }
-  KOKKOS_FORCEINLINE_FUNCTION static void finish(const member& m, Accumulators& a) { frag::finish(m, a.acc); }
+  KOKKOS_FORCEINLINE_FUNCTION static void zero(const member& m, Accumulators& a) {
+    frag::zero(m, a.acc);
+  }
+  KOKKOS_FORCEINLINE_FUNCTION static void finish(const member& m, Accumulators& a) {
+    frag::finish(m, a.acc);
+  }
 
-  KOKKOS_FORCEINLINE_FUNCTION void store(const member& m, Accumulators& t, const typename base::Work& w) const {
+  KOKKOS_FORCEINLINE_FUNCTION void store(const member& m, Accumulators& out,
+                                         const typename base::Work& w) const {
     const int H    = int(down.extent(1));
     const int cols = H - w.first_col < BN ? H - w.first_col : BN;
     const auto& plan = this->plan;
@@ -676,13 +707,16 @@ struct DownKernel
         [&](int r, int n, float v) {
           if (r < w.rows && n < cols) {
             const int a = plan.order(w.first_row + r);
-            y(std::int64_t(w.split) * assignments + a, w.first_col + n) = weights(a / kk, a % kk) * v;
+            y(std::int64_t(w.split) * assignments + a, w.first_col + n) =
+                weights(a / kk, a % kk) * v;
           }
         },
-        t.acc);
+        out.acc);
   }
 
-  KOKKOS_INLINE_FUNCTION void operator()(const member& m) const { this->run(m, *this, int(h.extent(1))); }
+  KOKKOS_INLINE_FUNCTION void operator()(const member& m) const {
+    this->run(m, *this, int(h.extent(1)));
+  }
 };
 
 // out[t] = sum of the k weighted expert outputs of token t and of their K

@@ -106,8 +106,9 @@ struct CudaFragmentOf {
   using of = std::conditional_t<Size == TileSize::large, large,
                                 std::conditional_t<Size == TileSize::medium, medium, small>>;
   template <TileSize Size>
-  using down_of = std::conditional_t<Size == TileSize::large, large_down,
-                                     std::conditional_t<Size == TileSize::medium, medium_down, small>>;
+  using down_of =
+      std::conditional_t<Size == TileSize::large, large_down,
+                         std::conditional_t<Size == TileSize::medium, medium_down, small>>;
 };
 template <TileSize Size>
 struct Fragment<Kokkos::Cuda, bfloat16, Size> : CudaFragmentOf<bfloat16>::of<Size> {};
