@@ -236,8 +236,8 @@ struct ExpertTileKernel {
   // and after the barrier every thread's part of it has. Buffer s % S held
   // step c - 1 - F, which every warp had finished multiplying before this
   // barrier (F = 1: its wait in the multiply of step c - 1). (The loads are
-  // written out in each kernel rather than passed as a lambda: called from
-  // two places, the lambda was not inlined and its captures went to local
+  // each kernel's force-inlined load_step rather than a lambda: a lambda
+  // called from two places was not inlined and its captures went to local
   // memory.)
   static constexpr int S = frag::stages;
   static constexpr int F = frag::mma_in_flight;
@@ -368,9 +368,10 @@ struct ExpertTileKernel {
       return 0;
   }
 
-  // Whether load_step moves whole tiles by the fragment's bulk copies: the
-  // producer's thread 0 issues them (after announcing their bytes), the
-  // other operands still go through load_tile.
+  // Whether load_step moves its operand tiles by the fragment's bulk copies
+  // (the producer's thread 0 issues them after announcing their bytes)
+  // instead of load_tile: a warp-specialised fragment whose tensor maps
+  // could be made.
   KOKKOS_INLINE_FUNCTION bool bulk_kernel() const {
     return frag::producer_threads > 0 && maps != nullptr;
   }
