@@ -27,6 +27,7 @@
 #include "KokkosMoE_Cuda_Pipeline.hpp"
 #include "KokkosMoE_Cuda_TensorMap.hpp"
 #include "KokkosMoE_Cuda_Warpgroup.hpp"
+#include "KokkosMoE_ValueRun.hpp"
 
 #include <cstdint>
 #include <type_traits>
@@ -220,9 +221,13 @@ struct CudaTensorCoreFragment {
 #endif
   }
 
-  // Calls f(m, n, values...) once per element of the tile.
-  template <class Member, class F, class... Acc>
+  // Calls f(m, n, runs...) with a ValueRun of each accumulator, of the
+  // pair of columns (n, n + 1) of row m this thread holds (Width 2) or of
+  // one element (Width 1: the gate/up kernel, whose pairs cost ptxas
+  // registers it then spilled).
+  template <int Width, class Member, class F, class... Acc>
   KOKKOS_INLINE_FUNCTION static void store(const Member& member, const F& f, Acc&... acc) {
+    static_assert(Width == 1 || Width == 2, "a thread holds pairs of columns");
     const int warp = member.team_rank() / 32, lane = member.team_rank() % 32;
     const int row0 = (warp / warps_n) * warp_m + lane / 4;
     const int col0 = (warp % warps_n) * warp_n + (lane % 4) * 2;
@@ -233,8 +238,13 @@ struct CudaTensorCoreFragment {
 #pragma unroll
       for (int j = 0; j < frags_n; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; ++e)
-          f(row0 + i * 16 + (e / 2) * 8, col0 + j * 8 + e % 2, acc.c[i][j][e]...);
+        for (int e = 0; e < 4; e += Width) {
+          if constexpr (Width == 2)
+            f(row0 + i * 16 + (e / 2) * 8, col0 + j * 8,
+              ValueRun<2>{{acc.c[i][j][e], acc.c[i][j][e + 1]}}...);
+          else
+            f(row0 + i * 16 + (e / 2) * 8, col0 + j * 8 + e % 2, ValueRun<1>{{acc.c[i][j][e]}}...);
+        }
   }
 
  private:
@@ -383,9 +393,9 @@ struct CudaWarpSpecialized : Base {
   KOKKOS_INLINE_FUNCTION static void finish(const Member& member, Acc&... acc) {
     if (member.team_rank() < multiplier_threads) Base::finish(member, acc...);
   }
-  template <class Member, class F, class... Acc>
+  template <int Width, class Member, class F, class... Acc>
   KOKKOS_INLINE_FUNCTION static void store(const Member& member, const F& f, Acc&... acc) {
-    if (member.team_rank() < multiplier_threads) Base::store(member, f, acc...);
+    if (member.team_rank() < multiplier_threads) Base::template store<Width>(member, f, acc...);
   }
 };
 

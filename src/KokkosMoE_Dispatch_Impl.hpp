@@ -35,16 +35,17 @@ struct DispatchKernels {
     if (e == 0) plan.invalid_ids() = 0;
   }
 
-  // Each assignment takes the next free row of its expert; the row order
+  // Each assignment takes the next free row of its expert (its rank, kept
+  // in position until Scatter adds the expert's offset); the row order
   // within an expert does not change any result (rows are independent).
   KOKKOS_INLINE_FUNCTION void operator()(Count, int a) const {
     const int e = ids(a / k, a % k);
     if (e < 0 || e >= experts) {
       Kokkos::atomic_increment(&plan.invalid_ids());
-      plan.slot(a) = -1;
+      plan.position(a) = -1;
       return;
     }
-    plan.slot(a) = Kokkos::atomic_fetch_add(&plan.counts(e), 1);
+    plan.position(a) = Kokkos::atomic_fetch_add(&plan.counts(e), 1);
   }
 
   // One scan yields both prefix sums: rows in the high 32 bits, tiles in the
@@ -60,8 +61,11 @@ struct DispatchKernels {
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(Scatter, int a) const {
-    if (plan.slot(a) < 0) return;
-    plan.order(plan.offsets(ids(a / k, a % k)) + plan.slot(a)) = a;
+    const int rank = plan.position(a);
+    if (rank < 0) return;
+    const int p      = plan.offsets(ids(a / k, a % k)) + rank;
+    plan.position(a) = p;
+    plan.order(p)    = a;
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(Tiles, int e) const {

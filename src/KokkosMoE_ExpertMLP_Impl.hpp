@@ -7,6 +7,7 @@
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
 #include "KokkosMoE_Fragment.hpp"
+#include "KokkosMoE_ValueRun.hpp"
 #include <KokkosMoE/KokkosMoE_Math.hpp>
 
 #include <Kokkos_Core.hpp>
@@ -50,23 +51,29 @@ struct ExpertTileKernel {
   // every later item too (resident teams stop at the first). Items run about
   // in order (teams in league order, or resident teams each taking every
   // league_size-th item), so consecutive items walk the column blocks of a
-  // group of tile_group row tiles with the row tile fastest: the teams in
-  // flight together share each weight tile (read from memory once, then
-  // from L2). (Groups of 1, 4, 8 and 16 measured alike on the H200 with one
-  // team per item; with resident teams 16 alike, 2 up to 1.07x slower.)
-  static constexpr int tile_group = 8;
+  // group of row tiles of one expert with the row tile fastest: the teams
+  // in flight together share each weight tile (read from memory once, then
+  // from L2). An expert's n tiles form ceil(n / max_group) groups of about
+  // equal size: a weight tile is read once per group (with groups of 8
+  // tiles regardless of experts, an expert cut by a group boundary was read
+  // twice: DeepSeek-V3, Zipf 0.5, 4096 tokens moved 1.36x the weights'
+  // bytes in its gate/up kernel, ncu on the H200). Item i of expert e lies
+  // in [tile_offsets(e), tile_offsets(e + 1)) * per_tile, so tile i /
+  // per_tile names e without a search.
+  static constexpr int max_group = 16;
   KOKKOS_INLINE_FUNCTION bool work(int item, Work& w, int depth) const {
     const int per_tile = column_blocks * splits;
-    const int tiles    = plan.tile_offsets(experts);
-    const int group    = item / (tile_group * per_tile);
-    const int first    = group * tile_group;
-    if (first >= tiles) return false;
-    const int in_group = tiles - first < tile_group ? tiles - first : tile_group;
-    const int index    = item - group * tile_group * per_tile;
-    const int tile     = first + index % in_group;
-    const int rest     = index / in_group;
-    if (rest >= per_tile) return false;
-    w.expert    = plan.tiles(tile, 0);
+    const int unit     = item / per_tile;
+    if (unit >= plan.tile_offsets(experts)) return false;
+    const int e = plan.tiles(unit, 0), first = plan.tile_offsets(e);
+    const int n = plan.tile_offsets(e + 1) - first, u = unit - first;
+    const int groups = (n + max_group - 1) / max_group;
+    const int group  = ((u + 1) * groups - 1) / n;  // tiles [g n / groups, (g + 1) n / groups)
+    const int start = group * n / groups, size = (group + 1) * n / groups - start;
+    const int index = item - (first + start) * per_tile;
+    const int tile  = first + start + index % size;
+    const int rest  = index / size;
+    w.expert    = e;
     w.first_row = plan.tiles(tile, 1);
     w.rows      = plan.tiles(tile, 2) - w.first_row;
     w.first_col = (rest % column_blocks) * BN;
@@ -525,22 +532,25 @@ struct GateUpKernel
     const int cols = F - w.first_col < BN ? F - w.first_col : BN;
     if (this->splits > 1) {
       const std::int64_t row0 = std::int64_t(w.split) * assignments + w.first_row;
-      frag::store(
+      frag::template store<1>(
           m,
-          [&](int r, int n, float gv, float uv) {
+          [&](int r, int n, const auto& g, const auto& u) {
             if (r < w.rows && n < cols) {
-              partial(row0 + r, w.first_col + n)     = gv;
-              partial(row0 + r, F + w.first_col + n) = uv;
+              store_run(&partial(row0 + r, w.first_col + n), g, cols - n);
+              store_run(&partial(row0 + r, F + w.first_col + n), u, cols - n);
             }
           },
           a.g, a.u);
       return;
     }
-    frag::store(
+    frag::template store<1>(
         m,
-        [&](int r, int n, float gv, float uv) {
-          if (r < w.rows && n < cols)
-            h(w.first_row + r, w.first_col + n) = from_float<Scalar>(silu_times(gv, uv));
+        [&](int r, int n, const auto& g, const auto& u) {
+          if (r < w.rows)
+            for (int i = 0; i < u.width; ++i)
+              if (n + i < cols)
+                h(w.first_row + r, w.first_col + n + i) =
+                    from_float<Scalar>(silu_times(g.v[i], u.v[i]));
         },
         a.g, a.u);
   }
@@ -604,8 +614,11 @@ struct ActivationKernel {
   }
 };
 
-// y[s * A + a] = w[a] * (h[p] down[e]^T) over the K part s, for the
-// assignment a at sorted row p (A assignments; one part unless split).
+// y[s * A + p] = h[p] down[e]^T over the K part s, for the sorted row p (A
+// assignments; one part unless split). Rows in sorted order and unweighted
+// (CombineKernel weighs them): a tile's stores are whole rows, with no
+// lookups (scattered rows with the lookup of their assignment and weight took
+// 30 % of DeepSeek-V3's down kernel at 4096 tokens, H200).
 template <class ExecutionSpace, class Scalar, TileSize Size>
 struct DownKernel
     : ExpertTileKernel<ExecutionSpace, Scalar, DownFragment<ExecutionSpace, Scalar, Size>> {
@@ -622,7 +635,6 @@ struct DownKernel
 
   Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> h;        // [T*k, F]
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> down;    // [E, H, F]
-  Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> weights;   // [T, k]
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y;               // [splits * T*k, H]
   int assignments;                                                          // A = T * k
 
@@ -701,16 +713,11 @@ struct DownKernel
                                          const typename base::Work& w) const {
     const int H    = int(down.extent(1));
     const int cols = H - w.first_col < BN ? H - w.first_col : BN;
-    const auto& plan = this->plan;
-    const int kk     = this->k;
-    frag::store(
+    float* const y0 = &y(std::int64_t(w.split) * assignments + w.first_row, w.first_col);
+    frag::template store<2>(
         m,
-        [&](int r, int n, float v) {
-          if (r < w.rows && n < cols) {
-            const int a = plan.order(w.first_row + r);
-            y(std::int64_t(w.split) * assignments + a, w.first_col + n) =
-                weights(a / kk, a % kk) * v;
-          }
+        [&](int r, int n, const auto& v) {
+          if (r < w.rows && n < cols) store_run(y0 + std::int64_t(r) * H + n, v, cols - n);
         },
         out.acc);
   }
@@ -720,14 +727,16 @@ struct DownKernel
   }
 };
 
-// out[t] = sum of the k weighted expert outputs of token t and of their K
-// parts, in a fixed order so the result does not depend on scheduling.
+// out[t] = sum over the k assignments a of token t of w[a] times the expert
+// output of a (the sum of its K parts, at a's sorted row), in a fixed order
+// so the result does not depend on scheduling.
 template <class ExecutionSpace, class Scalar>
 struct CombineKernel {
   using memory_space = typename ExecutionSpace::memory_space;
-  Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> y;   // [splits * T*k, H]
-  Kokkos::View<const int*, memory_space> slot;                        // [T*k], -1: invalid
-  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> out;      // [T, H]
+  Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> y;        // [splits * T*k, H]
+  Kokkos::View<const int*, memory_space> position;                         // [T*k], -1: invalid
+  Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> weights;  // [T, k]
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> out;           // [T, H]
   int k;
   std::int64_t H;
   int splits;
@@ -736,9 +745,13 @@ struct CombineKernel {
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
     const std::int64_t t = i / H, n = i % H;
     float s              = 0;
-    for (int j = 0; j < k; ++j)
-      if (slot(t * k + j) >= 0)
-        for (int part = 0; part < splits; ++part) s += y(part * assignments + t * k + j, n);
+    for (int j = 0; j < k; ++j) {
+      const std::int64_t p = position(t * k + j);
+      if (p < 0) continue;
+      float v = 0;
+      for (int part = 0; part < splits; ++part) v += y(part * assignments + p, n);
+      s += weights(t, j) * v;
+    }
     out(t, n) = from_float<Scalar>(s);
   }
 };

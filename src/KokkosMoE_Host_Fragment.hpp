@@ -6,6 +6,8 @@
 
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
+#include "KokkosMoE_ValueRun.hpp"
+
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
@@ -106,14 +108,15 @@ struct PortableFragment {
     member.team_barrier();
   }
 
-  // Calls f(m, n, values...) once per element with the accumulators' values.
-  template <class Member, class F, class... Acc>
+  // Calls f(m, n, runs...) once per element, with a ValueRun<1> of each
+  // accumulator (runs of up to Width values: here always one).
+  template <int Width, class Member, class F, class... Acc>
   KOKKOS_INLINE_FUNCTION static void store(const Member& member, const F& f, const tile& acc0,
                                            const Acc&... acc) {
     const int n = acc0.extent_int(1);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, acc0.extent_int(0) * n), [&](int i) {
       const int r = i / n, c = i % n;
-      f(r, c, acc0(r, c), acc(r, c)...);
+      f(r, c, ValueRun<1>{{acc0(r, c)}}, ValueRun<1>{{acc(r, c)}}...);
     });
   }
 

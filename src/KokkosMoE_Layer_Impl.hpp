@@ -262,7 +262,6 @@ void Layer<ExecutionSpace, Scalar>::down_combine_tiles(const const_weights_view&
   f.column_blocks = int((config_.hidden_size + kernel::BN - 1) / kernel::BN);
   f.h             = h_;
   f.down          = weights_.down;
-  f.weights       = routing_weights;
   f.y             = y_;
   f.assignments   = int(assignments);
   f.maps          = copy_maps_.data();
@@ -276,8 +275,9 @@ void Layer<ExecutionSpace, Scalar>::down_combine_tiles(const const_weights_view&
       "KokkosMoE::combine",
       Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
           exec_, 0, num_tokens * config_.hidden_size),
-      Impl::CombineKernel<ExecutionSpace, Scalar>{y_, plan_.slot, out, config_.top_k,
-                                                  config_.hidden_size, f.splits, assignments});
+      Impl::CombineKernel<ExecutionSpace, Scalar>{y_, plan_.position, routing_weights, out,
+                                                  config_.top_k, config_.hidden_size, f.splits,
+                                                  assignments});
 }
 
 template <class ExecutionSpace, class Scalar>

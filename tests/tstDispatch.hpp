@@ -24,6 +24,7 @@ void expect_valid_plan(int E, int k, std::int64_t T, const std::vector<int>& exp
   auto order        = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.order);
   auto tile_offsets = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.tile_offsets);
   auto tiles        = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.tiles);
+  auto position     = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.position);
 
   std::vector<int> want(E, 0);
   int invalid = 0;
@@ -52,8 +53,18 @@ void expect_valid_plan(int E, int k, std::int64_t T, const std::vector<int>& exp
     }
     EXPECT_EQ(next, offsets(e + 1));
   }
-  for (std::int64_t a = 0; a < T * k; ++a)
-    EXPECT_EQ(seen[a], (r.ids[a] >= 0 && r.ids[a] < E) ? 1 : 0) << "assignment " << a;
+  for (std::int64_t a = 0; a < T * k; ++a) {
+    const bool valid = r.ids[a] >= 0 && r.ids[a] < E;
+    EXPECT_EQ(seen[a], valid ? 1 : 0) << "assignment " << a;
+    // position is the inverse of order, -1 for invalid ids.
+    if (valid) {
+      ASSERT_GE(position(a), 0) << "assignment " << a;
+      ASSERT_LT(position(a), T * k) << "assignment " << a;
+      EXPECT_EQ(order(position(a)), a) << "assignment " << a;
+    } else {
+      EXPECT_EQ(position(a), -1) << "assignment " << a;
+    }
+  }
   EXPECT_LE(tile_offsets(E), DispatchPlan<Space::memory_space>::max_tiles(T * k, E, plan.tile_rows));
 }
 

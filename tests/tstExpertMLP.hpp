@@ -33,7 +33,12 @@ void fragment_mma(const View& a, const View& b, const View& c, int team_size) {
         frag::mma_nt(m, as, bs, cs);  // twice: accumulation carries over
         frag::mma_nt(m, as, bs, cs);
         frag::finish(m, cs);
-        frag::store(m, [&](int r, int n, float v) { c(r, n) += v; }, cs);
+        frag::template store<2>(
+            m,
+            [&](int r, int n, const auto& run) {
+              for (int i = 0; i < run.width; ++i) c(r, n + i) += run.v[i];
+            },
+            cs);
       });
   Kokkos::fence();
 }

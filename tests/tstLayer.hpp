@@ -37,6 +37,9 @@ const Case cases[] = {
     {"split_k_gate_up", 4, 2, 300, 40, 3, 4},  // few tiles, long H: gate/up split H
     // The layer's other tile shapes: 40 and 600 rows per expert.
     {"medium_tiles", 2, 1, 70, 90, 80, 2},   {"large_tiles", 1, 1, 40, 72, 600, 1},
+    // Large tiles whose last tile per expert is at most half filled (about
+    // 300 rows each: 2 x 128 + 44): one multiplying warpgroup's rows unused.
+    {"large_tiles_short_last", 2, 1, 64, 200, 600, 2},
     // Partly filled 128-row tiles, more work items (8 x 17 column blocks)
     // than an H200's resident teams of the large kernels, so a team's later
     // items reuse pipeline stages: with tensor copies, and with F not a

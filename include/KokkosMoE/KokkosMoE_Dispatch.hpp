@@ -17,7 +17,7 @@ struct DispatchPlan {
 
   index_view counts;        // [E]    assignments per expert
   index_view offsets;       // [E+1]  exclusive prefix sum of counts
-  index_view slot;          // [T*k]  rank of the assignment within its expert (-1: invalid id)
+  index_view position;      // [T*k]  sorted position of each assignment (-1: invalid id)
   index_view order;         // [T*k]  assignment at each sorted position
   index_view tile_offsets;  // [E+1]  first tile of each expert; tile_offsets[E] = tiles in use
   Kokkos::View<int* [3], MemorySpace> tiles;  // (expert, first row, end row) in sorted positions
@@ -36,7 +36,7 @@ struct DispatchPlan {
     DispatchPlan p;
     p.counts       = index_view("KokkosMoE::dispatch::counts", experts);
     p.offsets      = index_view("KokkosMoE::dispatch::offsets", experts + 1);
-    p.slot         = index_view("KokkosMoE::dispatch::slot", max_assignments);
+    p.position     = index_view("KokkosMoE::dispatch::position", max_assignments);
     p.order        = index_view("KokkosMoE::dispatch::order", max_assignments);
     p.tile_offsets = index_view("KokkosMoE::dispatch::tile_offsets", experts + 1);
     p.tiles        = Kokkos::View<int* [3], MemorySpace>(

@@ -1,0 +1,45 @@
+// A run of accumulator values of consecutive output columns of one row, as a
+// fragment's store hands them to the kernels: one value on host fragments,
+// the pair of columns a tensor-core thread holds on CUDA, so that kernels
+// store a pair with one instruction (whole 32-byte sectors per warp).
+#ifndef KOKKOSMOE_VALUERUN_HPP
+#define KOKKOSMOE_VALUERUN_HPP
+
+#include <KokkosMoE/KokkosMoE_Scalar.hpp>
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace KokkosMoE {
+namespace Impl {
+
+template <int Width>
+struct ValueRun {
+  static constexpr int width = Width;
+  float v[Width];
+};
+
+// Writes the first `valid` values of run as T from dst on: all of them with
+// one vector store where the run is whole and dst aligned to its size.
+template <class T, int Width>
+KOKKOS_FORCEINLINE_FUNCTION void store_run(T* dst, const ValueRun<Width>& run, int valid) {
+  if constexpr (Width > 1) {
+    struct alignas(Width * sizeof(T)) Whole {
+      T v[Width];
+    };
+    if (valid >= Width && reinterpret_cast<std::uintptr_t>(dst) % sizeof(Whole) == 0) {
+      Whole w;
+      for (int i = 0; i < Width; ++i) w.v[i] = from_float<T>(run.v[i]);
+      *reinterpret_cast<Whole*>(dst) = w;
+      return;
+    }
+  }
+  for (int i = 0; i < Width; ++i)
+    if (i < valid) dst[i] = from_float<T>(run.v[i]);
+}
+
+}  // namespace Impl
+}  // namespace KokkosMoE
+
+#endif
