@@ -617,8 +617,9 @@ struct ActivationKernel {
 // y[s * A + p] = h[p] down[e]^T over the K part s, for the sorted row p (A
 // assignments; one part unless split). Rows in sorted order and unweighted
 // (CombineKernel weighs them): a tile's stores are whole rows, with no
-// lookups (scattered rows with the lookup of their assignment and weight took
-// 30 % of DeepSeek-V3's down kernel at 4096 tokens, H200).
+// lookups (scattered rows, with a lookup of each row's assignment and
+// weight: DeepSeek-V3's down and combine at 4096 tokens 5.95 ms against
+// 3.45 on the H200).
 template <class ExecutionSpace, class Scalar, TileSize Size>
 struct DownKernel
     : ExpertTileKernel<ExecutionSpace, Scalar, DownFragment<ExecutionSpace, Scalar, Size>> {
