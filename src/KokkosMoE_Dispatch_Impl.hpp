@@ -26,6 +26,13 @@ struct DispatchKernels {
   struct Scan {};
   struct Scatter {};
   struct Tiles {};
+  struct OneTeam {};
+  using one_team_policy = Kokkos::TeamPolicy<ExecutionSpace, OneTeam>;
+
+  // Batches of up to this many assignments build the plan in one team (one
+  // kernel instead of five: at decode sizes each kernel is a few
+  // microseconds of a forward of about a hundred).
+  static constexpr int one_team_assignments = 1024;
 
   // Zeroes the counters in a kernel: a deep_copy of a value into a scalar
   // view is a copy from the host stack, which a recorded graph would replay
@@ -78,7 +85,52 @@ struct DispatchKernels {
     }
   }
 
+  // The five steps above in one team, the counters in team scratch, for
+  // `assignments` (a member: the team's loops need it).
+  int assignments = 0;
+  KOKKOS_INLINE_FUNCTION void operator()(OneTeam,
+                                         const typename one_team_policy::member_type& m) const {
+    int* counts = static_cast<int*>(m.team_scratch(0).get_shmem(sizeof(int) * experts));
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, experts), [&](int e) { counts[e] = 0; });
+    Kokkos::single(Kokkos::PerTeam(m), [&]() { plan.invalid_ids() = 0; });
+    m.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, assignments), [&](int a) {
+      const int e = ids(a / k, a % k);
+      if (e < 0 || e >= experts) {
+        Kokkos::atomic_increment(&plan.invalid_ids());
+        plan.position(a) = -1;
+        return;
+      }
+      plan.position(a) = Kokkos::atomic_fetch_add(&counts[e], 1);
+    });
+    m.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, experts), [&](int e) {
+      plan.counts(e) = counts[e];
+    });
+    m.team_barrier();  // plan.counts is what Scan reads
+    Kokkos::parallel_scan(Kokkos::TeamThreadRange(m, experts + 1),
+                          [&](int e, std::int64_t& sum, bool final) { (*this)(Scan{}, e, sum, final); });
+    m.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, assignments),
+                         [&](int a) { (*this)(Scatter{}, a); });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, experts), [&](int e) { (*this)(Tiles{}, e); });
+  }
+
   void run(const ExecutionSpace& exec, int assignments) const {
+    if (assignments <= one_team_assignments) {
+      DispatchKernels one = *this;
+      one.assignments     = assignments;
+      // A power-of-two team, up to 256 threads: Kokkos 3.4's team scan on
+      // CUDA needs one (it asserted with the team size AUTO chose, H200).
+      const int most = one_team_policy(exec, 1, 1).team_size_max(one, Kokkos::ParallelForTag());
+      int threads    = 1;
+      while (threads * 2 <= most && threads * 2 <= 256) threads *= 2;
+      Kokkos::parallel_for("KokkosMoE::dispatch::one_team",
+                           one_team_policy(exec, 1, threads)
+                               .set_scratch_size(0, Kokkos::PerTeam(sizeof(int) * experts)),
+                           one);
+      return;
+    }
     Kokkos::parallel_for("KokkosMoE::dispatch::reset",
                          Kokkos::RangePolicy<ExecutionSpace, Reset, Kokkos::IndexType<int>>(
                              exec, 0, int(plan.counts.extent(0))),

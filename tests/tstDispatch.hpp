@@ -77,7 +77,8 @@ TEST(DISPATCH_SUITE, PlanIsConsistent) {
   expect_valid_plan(256, 8, 77, first_experts(256), false);
   expect_valid_plan(1, 1, 33, {0}, false);
   expect_valid_plan(8, 2, 50, first_experts(8), true);
-  // Thousands of assignments, with and without invalid ids.
+  // Thousands of assignments, with and without invalid ids (the cases above
+  // build the plan in one team, these with five kernels).
   expect_valid_plan(16, 2, 3000, first_experts(16), false);
   expect_valid_plan(256, 8, 700, first_experts(200), true);
 }
