@@ -45,14 +45,15 @@ struct DispatchKernels {
   // Each assignment takes the next free row of its expert (its rank, kept
   // in position until Scatter adds the expert's offset); the row order
   // within an expert does not change any result (rows are independent).
-  KOKKOS_INLINE_FUNCTION void operator()(Count, int a) const {
+  KOKKOS_INLINE_FUNCTION void operator()(Count, int a) const { count(a, plan.counts.data()); }
+  KOKKOS_INLINE_FUNCTION void count(int a, int* counters) const {
     const int e = ids(a / k, a % k);
     if (e < 0 || e >= experts) {
       Kokkos::atomic_increment(&plan.invalid_ids());
       plan.position(a) = -1;
       return;
     }
-    plan.position(a) = Kokkos::atomic_fetch_add(&plan.counts(e), 1);
+    plan.position(a) = Kokkos::atomic_fetch_add(&counters[e], 1);
   }
 
   // One scan yields both prefix sums: rows in the high 32 bits, tiles in the
@@ -94,22 +95,16 @@ struct DispatchKernels {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, experts), [&](int e) { counts[e] = 0; });
     Kokkos::single(Kokkos::PerTeam(m), [&]() { plan.invalid_ids() = 0; });
     m.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, assignments), [&](int a) {
-      const int e = ids(a / k, a % k);
-      if (e < 0 || e >= experts) {
-        Kokkos::atomic_increment(&plan.invalid_ids());
-        plan.position(a) = -1;
-        return;
-      }
-      plan.position(a) = Kokkos::atomic_fetch_add(&counts[e], 1);
-    });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, assignments),
+                         [&](int a) { count(a, counts); });
     m.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, experts), [&](int e) {
       plan.counts(e) = counts[e];
     });
     m.team_barrier();  // plan.counts is what Scan reads
-    Kokkos::parallel_scan(Kokkos::TeamThreadRange(m, experts + 1),
-                          [&](int e, std::int64_t& sum, bool final) { (*this)(Scan{}, e, sum, final); });
+    Kokkos::parallel_scan(
+        Kokkos::TeamThreadRange(m, experts + 1),
+        [&](int e, std::int64_t& sum, bool final) { (*this)(Scan{}, e, sum, final); });
     m.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, assignments),
                          [&](int a) { (*this)(Scatter{}, a); });
@@ -122,9 +117,13 @@ struct DispatchKernels {
       one.assignments     = assignments;
       // A power-of-two team, up to 256 threads: Kokkos 3.4's team scan on
       // CUDA needs one (it asserted with the team size AUTO chose, H200).
-      const int most = one_team_policy(exec, 1, 1).team_size_max(one, Kokkos::ParallelForTag());
-      int threads    = 1;
-      while (threads * 2 <= most && threads * 2 <= 256) threads *= 2;
+      // Found once, not in every forward.
+      static const int threads = [&] {
+        const int most = one_team_policy(exec, 1, 1).team_size_max(one, Kokkos::ParallelForTag());
+        int t          = 1;
+        while (t * 2 <= most && t * 2 <= 256) t *= 2;
+        return t;
+      }();
       Kokkos::parallel_for("KokkosMoE::dispatch::one_team",
                            one_team_policy(exec, 1, threads)
                                .set_scratch_size(0, Kokkos::PerTeam(sizeof(int) * experts)),
