@@ -20,6 +20,7 @@ struct DispatchKernels {
   ids_view ids;
   int experts;
   int k;
+  int assignments;  // T * k
 
   struct Reset {};
   struct Count {};
@@ -86,9 +87,7 @@ struct DispatchKernels {
     }
   }
 
-  // The five steps above in one team, the counters in team scratch, for
-  // `assignments` (a member: the team's loops need it).
-  int assignments = 0;
+  // The five steps above in one team, the counters in team scratch.
   KOKKOS_INLINE_FUNCTION void operator()(OneTeam,
                                          const typename one_team_policy::member_type& m) const {
     int* counts = static_cast<int*>(m.team_scratch(0).get_shmem(sizeof(int) * experts));
@@ -111,15 +110,13 @@ struct DispatchKernels {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, experts), [&](int e) { (*this)(Tiles{}, e); });
   }
 
-  void run(const ExecutionSpace& exec, int assignments) const {
+  void run(const ExecutionSpace& exec) const {
     if (assignments <= one_team_assignments) {
-      DispatchKernels one = *this;
-      one.assignments     = assignments;
       // A power-of-two team, up to 256 threads: Kokkos 3.4's team scan on
       // CUDA needs one (it asserted with the team size AUTO chose, H200).
       // Found once, not in every forward.
       static const int threads = [&] {
-        const int most = one_team_policy(exec, 1, 1).team_size_max(one, Kokkos::ParallelForTag());
+        const int most = one_team_policy(exec, 1, 1).team_size_max(*this, Kokkos::ParallelForTag());
         int t          = 1;
         while (t * 2 <= most && t * 2 <= 256) t *= 2;
         return t;
@@ -127,7 +124,7 @@ struct DispatchKernels {
       Kokkos::parallel_for("KokkosMoE::dispatch::one_team",
                            one_team_policy(exec, 1, threads)
                                .set_scratch_size(0, Kokkos::PerTeam(sizeof(int) * experts)),
-                           one);
+                           *this);
       return;
     }
     Kokkos::parallel_for("KokkosMoE::dispatch::reset",

@@ -162,8 +162,9 @@ void Layer<ExecutionSpace, Scalar>::dispatch(const const_ids_view& ids, std::int
   const Impl::TileSize size = Impl::tile_size_for(assignments / active);
   tile_size_                = int(size);
   plan_.tile_rows           = Impl::tile_rows<ExecutionSpace, Scalar>(size);
-  Impl::DispatchKernels<ExecutionSpace>{plan_, ids, config_.num_experts, config_.top_k}.run(
-      exec_, int(assignments));
+  Impl::DispatchKernels<ExecutionSpace>{plan_, ids, config_.num_experts, config_.top_k,
+                                        int(assignments)}
+      .run(exec_);
 }
 
 template <class ExecutionSpace, class Scalar>
