@@ -277,7 +277,7 @@ struct CudaTensorCoreFragment {
                                        accumulator_type& lo, accumulator_type& hi,
                                        std::integral_constant<int, N>) {
     const std::uint64_t da =
-        warpgroup::descriptor(a.data() + (member.team_rank() / 128) * 64 * tile_k);
+        warpgroup::descriptor(a.data() + warpgroup::index(member.team_rank()) * 64 * tile_k);
     const std::uint64_t db = warpgroup::descriptor(b.data());
     float* const l = &lo.c[0][0][0];
     float* const h = N == tile_n ? l + N / 4 : &hi.c[0][0][0];
@@ -383,19 +383,28 @@ struct CudaWarpSpecialized : Base {
     pipeline::expect_bytes(barrier, bytes);
   }
 
-  // The producer warps take no part in the multiplies.
+  // Whether the calling thread multiplies (the producer warps take no part
+  // in the multiplies), warp-uniform to the compiler (see warpgroup::index).
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION static bool multiplier(const Member& member) {
+#ifdef KOKKOSMOE_CUDA_WARPGROUP_MMA
+    return warpgroup::index(member.team_rank()) < multiplier_threads / 128;
+#else
+    return member.team_rank() < multiplier_threads;
+#endif
+  }
   template <class Member, class... Pairs>
   KOKKOS_INLINE_FUNCTION static void mma_nt(const Member& member, const typename Base::tile& a,
                                             Pairs&&... b_acc) {
-    if (member.team_rank() < multiplier_threads) Base::mma_nt(member, a, b_acc...);
+    if (multiplier(member)) Base::mma_nt(member, a, b_acc...);
   }
   template <class Member, class... Acc>
   KOKKOS_INLINE_FUNCTION static void finish(const Member& member, Acc&... acc) {
-    if (member.team_rank() < multiplier_threads) Base::finish(member, acc...);
+    if (multiplier(member)) Base::finish(member, acc...);
   }
   template <int Width, class Member, class F, class... Acc>
   KOKKOS_INLINE_FUNCTION static void store(const Member& member, const F& f, Acc&... acc) {
-    if (member.team_rank() < multiplier_threads) Base::template store<Width>(member, f, acc...);
+    if (multiplier(member)) Base::template store<Width>(member, f, acc...);
   }
 };
 

@@ -30,7 +30,9 @@ struct CudaStagePipeline {
   // loaded: each producer thread arrives twice per round, once itself
   // (releasing its plain scratch stores: zero fill) and once when its
   // cp.async copies have landed, and tensor copies count their bytes
-  // (expect_bytes); free: one arrival per multiplying warp.
+  // (expect_bytes); free: one arrival per multiplying warp. (With tensor
+  // copies, their one issuing thread as the only arrival measured 1.02-1.05x
+  // slower on the H200: the other producer threads then idle.)
   __device__ void initialize(int rank, int producer_threads, int multiplier_warps) const {
     if (rank != 0) return;
     for (int s = 0; s < Stages; ++s) {
@@ -58,11 +60,14 @@ struct CudaStagePipeline {
                  "r"(bytes)
                  : "memory");
   }
-  // Multiplier: waits for step g's data, then makes it visible to wgmma
-  // (which reads scratch through the async proxy).
-  __device__ void wait_loaded(int g) const {
+  // Multiplier: waits for step g's data, then, where the producer wrote
+  // some of it by plain or cp.async stores (plain_writes), makes it visible
+  // to wgmma, which reads scratch through the async proxy. (Tensor copies
+  // write through that proxy: no fence, whose MEMBAR.ALL.CTA each K step
+  // cost the large kernels 1-4 %.)
+  __device__ void wait_loaded(int g, bool plain_writes) const {
     wait(loaded(g % Stages), (g / Stages) & 1);
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    if (plain_writes) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
   }
   // The producer's threads (whole warps), between their own scratch
   // accesses: named barrier 1 (Kokkos' team barrier is barrier 0).
@@ -104,7 +109,7 @@ struct CudaStagePipeline {
   KOKKOS_INLINE_FUNCTION void initialize(int, int, int) const { unavailable(); }
   KOKKOS_INLINE_FUNCTION void wait_free(int) const { unavailable(); }
   KOKKOS_INLINE_FUNCTION void loaded_when_landed(int) const { unavailable(); }
-  KOKKOS_INLINE_FUNCTION void wait_loaded(int) const { unavailable(); }
+  KOKKOS_INLINE_FUNCTION void wait_loaded(int, bool) const { unavailable(); }
   KOKKOS_INLINE_FUNCTION void release(int, int) const { unavailable(); }
   KOKKOS_INLINE_FUNCTION static void sync_producer(int) { unavailable(); }
   KOKKOS_INLINE_FUNCTION std::uint64_t* loaded_barrier(int) const { return unavailable(), nullptr; }

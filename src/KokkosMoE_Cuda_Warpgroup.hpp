@@ -55,6 +55,12 @@ __device__ inline void fence_shared_for_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
+// The warpgroup of team rank `rank` (128 threads each), as a value ptxas
+// knows is the same across the warp (a shuffle from lane 0): branches on it
+// are not divergent. (Branching on a plain rank / 128 around wgmma, ptxas
+// serialised every wgmma of a batch left in flight, C7518.)
+__device__ inline int index(int rank) { return __shfl_sync(0xffffffffu, rank / 128, 0); }
+
 // Keeps the compiler from moving accesses of accumulator v across the
 // asynchronous multiply (the wgmma reads and writes it behind its back).
 __device__ inline void pin(float& v) { asm volatile("" : "+f"(v)::"memory"); }

@@ -333,7 +333,7 @@ struct ExpertTileKernel {
     m.team_barrier();
     Work w;
     int g = 0;
-    if (m.team_rank() >= frag::multiplier_threads) {
+    if (!frag::multiplier(m)) {
       const Loader ld{m.team_rank() - frag::multiplier_threads, frag::producer_threads};
       for (int item = m.league_rank(); work(item, w, depth); item += m.league_size()) {
         // The previous item's loads are done with the scratch prepare writes.
@@ -353,11 +353,15 @@ struct ExpertTileKernel {
       return;
     }
     const int lane = m.team_rank() % 32;
+    // Tensor copies write scratch through the async proxy, which wgmma
+    // reads through: only the producer's plain and cp.async writes (16-byte
+    // copies) need the multipliers' proxy fence after each wait.
+    const bool plain_writes = !bulk_kernel();
     for (int item = m.league_rank(); work(item, w, depth); item += m.league_size()) {
       kernel.zero(m, acc);
       const int steps = steps_of(w);
       for (int s = 0; s < steps; ++s, ++g) {
-        pipe.wait_loaded(g);
+        pipe.wait_loaded(g, plain_writes);
         kernel.multiply(m, t, g % S, acc);
         if (s >= F) pipe.release(g - F, lane);  // its multiplies are done
       }
