@@ -31,8 +31,8 @@ struct CudaStagePipeline {
   // (releasing its plain scratch stores: zero fill) and once when its
   // cp.async copies have landed, and tensor copies count their bytes
   // (expect_bytes); free: one arrival per multiplying warp. (With tensor
-  // copies, their one issuing thread as the only arrival measured 1.02-1.05x
-  // slower on the H200: the other producer threads then idle.)
+  // copies, their one issuing thread as the only arrival measured 1.00-1.06x
+  // the time on the H200: the other producer threads then idle.)
   __device__ void initialize(int rank, int producer_threads, int multiplier_warps) const {
     if (rank != 0) return;
     for (int s = 0; s < Stages; ++s) {
@@ -64,7 +64,7 @@ struct CudaStagePipeline {
   // some of it by plain or cp.async stores (plain_writes), makes it visible
   // to wgmma, which reads scratch through the async proxy. (Tensor copies
   // write through that proxy: no fence, whose MEMBAR.ALL.CTA each K step
-  // cost the large kernels 1-4 %.)
+  // cost the large kernels 2-4 %.)
   __device__ void wait_loaded(int g, bool plain_writes) const {
     wait(loaded(g % Stages), (g / Stages) & 1);
     if (plain_writes) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
