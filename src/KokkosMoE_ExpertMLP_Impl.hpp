@@ -415,6 +415,13 @@ struct ExpertTileKernel {
 enum CopyMap { gate_map, up_map, down_map, activations_map, gathered_map, copy_map_count };
 
 KOKKOS_INLINE_FUNCTION float silu_times(float g, float u) { return g / (1.0f + math::exp(-g)) * u; }
+template <int Width>
+KOKKOS_INLINE_FUNCTION ValueRun<Width> silu_times(const ValueRun<Width>& g,
+                                                  const ValueRun<Width>& u) {
+  ValueRun<Width> h;
+  for (int i = 0; i < Width; ++i) h.v[i] = silu_times(g.v[i], u.v[i]);
+  return h;
+}
 
 // h[p] = silu(x[token(p)] gate[e]^T) * (x[token(p)] up[e]^T) for the sorted
 // rows p of a tile; the gate and up products exist only in scratch. Split
@@ -550,11 +557,8 @@ struct GateUpKernel
     frag::template store<1>(
         m,
         [&](int r, int n, const auto& g, const auto& u) {
-          if (r < w.rows)
-            for (int i = 0; i < u.width; ++i)
-              if (n + i < cols)
-                h(w.first_row + r, w.first_col + n + i) =
-                    from_float<Scalar>(silu_times(g.v[i], u.v[i]));
+          if (r < w.rows && n < cols)
+            store_run(&h(w.first_row + r, w.first_col + n), silu_times(g, u), cols - n);
         },
         a.g, a.u);
   }
