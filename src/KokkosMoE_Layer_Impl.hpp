@@ -272,13 +272,25 @@ void Layer<ExecutionSpace, Scalar>::down_combine_tiles(const const_weights_view&
   f.split_k(tiles, int(config_.ffn_size), assignments, std::int64_t(y_.extent(0)),
             kernel::frag::split_k_teams());
   Kokkos::parallel_for("KokkosMoE::down", f.make_policy(exec_, tiles, kernel::scratch_bytes()), f);
+  combine<4>(routing_weights, out, num_tokens, f.splits);
+}
+
+template <class ExecutionSpace, class Scalar>
+template <int Width>
+void Layer<ExecutionSpace, Scalar>::combine(const const_weights_view& routing_weights,
+                                            const tokens_view& out, std::int64_t num_tokens,
+                                            int splits) {
+  using kernel = Impl::CombineKernel<ExecutionSpace, Scalar, Width>;
+  if constexpr (Width > 1) {
+    if (!kernel::applies(y_.data(), config_.hidden_size))
+      return combine<1>(routing_weights, out, num_tokens, splits);
+  }
   Kokkos::parallel_for(
       "KokkosMoE::combine",
       Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
-          exec_, 0, num_tokens * config_.hidden_size),
-      Impl::CombineKernel<ExecutionSpace, Scalar>{y_, plan_.position, routing_weights, out,
-                                                  config_.top_k, config_.hidden_size, f.splits,
-                                                  assignments});
+          exec_, 0, kernel::items(num_tokens, config_.hidden_size)),
+      kernel{y_, plan_.position, routing_weights, out, config_.top_k, config_.hidden_size, splits,
+             num_tokens * config_.top_k});
 }
 
 template <class ExecutionSpace, class Scalar>

@@ -21,30 +21,30 @@ struct ValueRun {
   float v[Width];
 };
 
-// Whether this compilation converts a pair of 16-bit values with one
-// instruction (CUDA devices from sm_80: cvt to bf16x2 or f16x2, rounded to
-// nearest even like from_float, whose software rounding is 8 instructions
-// a value).
+// Whether this compilation converts runs of Width values to 16 bits a pair
+// at a time, one instruction a pair (CUDA devices from sm_80: cvt to bf16x2
+// or f16x2, rounded to nearest even like from_float, whose software
+// rounding is 8 instructions a value).
 template <class T, int Width>
 KOKKOS_INLINE_FUNCTION constexpr bool converts_pairs() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  return Width == 2 && (std::is_same<T, bfloat16>::value || std::is_same<T, float16>::value);
+  return Width % 2 == 0 && (std::is_same<T, bfloat16>::value || std::is_same<T, float16>::value);
 #else
   return false;
 #endif
 }
 
-// The pair run as T in one word, run.v[0] in its low half (converts_pairs).
+// Values a and b as T in one word, a in its low half (converts_pairs).
 template <class T>
-KOKKOS_FORCEINLINE_FUNCTION std::uint32_t converted_pair(const ValueRun<2>& run) {
+KOKKOS_FORCEINLINE_FUNCTION std::uint32_t converted_pair(float a, float b) {
   std::uint32_t pair = 0;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (std::is_same<T, bfloat16>::value)
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(pair) : "f"(run.v[1]), "f"(run.v[0]));
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(pair) : "f"(b), "f"(a));
   else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(pair) : "f"(run.v[1]), "f"(run.v[0]));
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(pair) : "f"(b), "f"(a));
 #else
-  (void)run;
+  (void)a, (void)b;
 #endif
   return pair;
 }
@@ -59,7 +59,13 @@ KOKKOS_FORCEINLINE_FUNCTION void store_run(T* dst, const ValueRun<Width>& run, i
     };
     if (valid >= Width && reinterpret_cast<std::uintptr_t>(dst) % sizeof(Whole) == 0) {
       if constexpr (converts_pairs<T, Width>()) {
-        *reinterpret_cast<std::uint32_t*>(dst) = converted_pair<T>(run);
+        struct alignas(Width * sizeof(T)) Words {
+          std::uint32_t word[Width / 2];
+        };
+        Words w;
+        for (int i = 0; i < Width / 2; ++i)
+          w.word[i] = converted_pair<T>(run.v[2 * i], run.v[2 * i + 1]);
+        *reinterpret_cast<Words*>(dst) = w;
       } else {
         Whole w;
         for (int i = 0; i < Width; ++i) w.v[i] = from_float<T>(run.v[i]);

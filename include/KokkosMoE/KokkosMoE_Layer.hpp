@@ -93,6 +93,11 @@ class Layer {
   template <int Size>
   void down_combine_tiles(const const_weights_view& routing_weights, const tokens_view& out,
                           std::int64_t num_tokens);
+  // The weighted sum of each token's expert outputs (the sum of `splits` K
+  // parts each), Width columns per item where y's rows allow.
+  template <int Width>
+  void combine(const const_weights_view& routing_weights, const tokens_view& out,
+               std::int64_t num_tokens, int splits);
 
   Config config_;
   weights_type weights_;
