@@ -611,25 +611,43 @@ struct GatherRowsKernel {
   int k, experts;
   bool aligned;  // x's rows start 16-byte aligned: 8 values per copy
 
-  // Item i: values [8c, 8c + 8) of sorted row p (H a multiple of 8, as the
-  // tensor maps require).
-  static std::int64_t items(std::int64_t assignments, std::int64_t H) {
-    return assignments * (H / 8);
+  // Item i: chunks q, q + C / 4, q + 2 C / 4, q + 3 C / 4 of sorted row p,
+  // C = H / 8 chunks of 8 values (H a multiple of 32, as the tensor maps
+  // and every model we know have): four loads in flight per thread, each
+  // coalesced over the warp (with one chunk per item and a 64-bit division
+  // each, the pass ran at 58 % of the memory's rate, with four at 79 %:
+  // DeepSeek-V3, 4096 tokens, 289 -> 211 us, ncu on the H200). H only a
+  // multiple of 8: one chunk per item.
+  KOKKOS_INLINE_FUNCTION static int chunks_per_item(std::int64_t H) {
+    return (H / 8) % 4 == 0 ? 4 : 1;
   }
+  static std::int64_t items(std::int64_t assignments, std::int64_t H) {
+    return assignments * (H / 8 / chunks_per_item(H));
+  }
+  struct alignas(16) Chunk {
+    std::uint32_t word[4];
+  };
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    std::int64_t p, c;
-    divide(i, x.extent(1) / 8, p, c);
-    c *= 8;
+    const std::int64_t H = x.extent(1), per_item = chunks_per_item(H), stride = H / 8 / per_item;
+    std::int64_t p, q;
+    divide(i, stride, p, q);
     if (p >= plan.offsets(experts)) return;
-    const Scalar* from = &x(plan.order(p) / k, c);
-    Scalar* to         = &rows(p, c);
-    struct alignas(16) Chunk {
-      std::uint32_t word[4];
-    };
-    if (aligned)
-      *reinterpret_cast<Chunk*>(to) = *reinterpret_cast<const Chunk*>(from);
-    else
-      for (int v = 0; v < 8; ++v) to[v] = from[v];
+    const Scalar* from = &x(plan.order(p) / k, 0);
+    Scalar* to         = &rows(p, 0);
+    if (!aligned) {
+      for (std::int64_t c = q * 8; c < H; c += stride * 8)
+        for (int v = 0; v < 8; ++v) to[c + v] = from[c + v];
+      return;
+    }
+    const auto* src = reinterpret_cast<const Chunk*>(from) + q;
+    auto* dst       = reinterpret_cast<Chunk*>(to) + q;
+    if (per_item == 4) {
+      Chunk c[4];
+      for (int j = 0; j < 4; ++j) c[j] = src[j * stride];
+      for (int j = 0; j < 4; ++j) dst[j * stride] = c[j];
+    } else {
+      *dst = *src;
+    }
   }
 };
 
