@@ -1,7 +1,8 @@
 // A run of accumulator values of consecutive output columns of one row, as a
 // fragment's store hands them to the kernels: one value on host fragments,
 // the pair of columns a tensor-core thread holds on CUDA, so that kernels
-// store a pair with one instruction (whole 32-byte sectors per warp).
+// store a pair with one instruction (whole 32-byte sectors per warp); also
+// the four columns a thread of the combine sums.
 #ifndef KOKKOSMOE_VALUERUN_HPP
 #define KOKKOSMOE_VALUERUN_HPP
 
