@@ -223,8 +223,8 @@ struct CudaTensorCoreFragment {
 
   // Calls f(m, n, runs...) with a ValueRun of each accumulator, of the
   // pair of columns (n, n + 1) of row m this thread holds (Width 2) or of
-  // one element (Width 1: the gate/up kernel, whose pairs cost ptxas
-  // registers it then spilled).
+  // one element (Width 1: the split-K partial sums of gate/up, stored one
+  // float at a time).
   template <int Width, class Member, class F, class... Acc>
   KOKKOS_INLINE_FUNCTION static void store(const Member& member, const F& f, Acc&... acc) {
     static_assert(Width == 1 || Width == 2, "a thread holds pairs of columns");
