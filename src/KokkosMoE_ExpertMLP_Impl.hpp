@@ -6,6 +6,7 @@
 #include <KokkosMoE/KokkosMoE_Dispatch.hpp>
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
+#include "KokkosMoE_Divide.hpp"
 #include "KokkosMoE_Fragment.hpp"
 #include "KokkosMoE_ValueRun.hpp"
 #include <KokkosMoE/KokkosMoE_Math.hpp>
@@ -585,19 +586,6 @@ struct GateUpKernel
   }
 };
 
-// q = i / n and r = i % n in 32-bit arithmetic where both fit (a 64-bit
-// division is a long instruction sequence on GPUs; the element-wise kernels
-// below do one per item).
-KOKKOS_FORCEINLINE_FUNCTION void divide(std::int64_t i, std::int64_t n, std::int64_t& q,
-                                        std::int64_t& r) {
-  if (i <= 0x7fffffff && n <= 0x7fffffff) {
-    const auto i32 = std::uint32_t(i), n32 = std::uint32_t(n);
-    q = std::int64_t(i32 / n32), r = std::int64_t(i32 % n32);
-  } else {
-    q = i / n, r = i % n;
-  }
-}
-
 // rows[p] = x[token of sorted row p] for the sorted rows in use, so that the
 // large gate/up kernel's tensor copies find a tile's rows of x next to each
 // other (one more pass over T k H values; rows past the last valid one are
@@ -662,7 +650,8 @@ struct ActivationKernel {
   int splits;
 
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    const std::int64_t p = i / F, f = i % F;
+    std::int64_t p, f;
+    divide(i, F, p, f);
     float g = 0, u = 0;
     for (int s = 0; s < splits; ++s) {
       g += partial(s * assignments + p, f);

@@ -7,6 +7,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "KokkosMoE_Divide.hpp"
+
 #include <cfloat>
 #include <cstdint>
 
@@ -159,7 +161,9 @@ struct ConvertToFloat {
   Kokkos::View<float**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space> out;
   std::int64_t cols;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    out(i / cols, i % cols) = to_float(in(i / cols, i % cols));
+    std::int64_t row, col;
+    divide(i, cols, row, col);
+    out(row, col) = to_float(in(row, col));
   }
 };
 
