@@ -1,7 +1,12 @@
 // The gate/up stage alone: the activations h against float64.
 #include "TestUtils.hpp"
 
+#include "KokkosMoE_Divide.hpp"
 #include "KokkosMoE_Fragment.hpp"
+#include "KokkosMoE_ValueRun.hpp"
+
+#include <cstring>
+#include <limits>
 
 #define KMOE_CAT_(a, b) a##b
 #define KMOE_CAT(a, b) KMOE_CAT_(a, b)
@@ -39,6 +44,35 @@ void fragment_mma(const View& a, const View& b, const View& c, int team_size) {
               for (int i = 0; i < run.width; ++i) c(r, n + i) += run.v[i];
             },
             cs);
+      });
+  Kokkos::fence();
+}
+
+// out[j] = in[j] through store_run, Width values a call (the last call
+// with the values left), as the kernels store their runs.
+template <class Space, class Scalar, int Width>
+void store_runs(const Kokkos::View<const float*, Space>& in,
+                const Kokkos::View<Scalar*, Space>& out) {
+  const std::int64_t n = in.extent(0);
+  Kokkos::parallel_for(
+      Kokkos::RangePolicy<Space>(0, (n + Width - 1) / Width), KOKKOS_LAMBDA(const std::int64_t i) {
+        Impl::ValueRun<Width> run{};
+        const std::int64_t first = i * Width;
+        for (int e = 0; e < Width && first + e < n; ++e) run.v[e] = in(first + e);
+        Impl::store_run(&out(first), run, int(n - first < Width ? n - first : Width));
+      });
+  Kokkos::fence();
+}
+
+// q and r of Impl::divide for each (i, n), computed on Space.
+template <class Space>
+void divisions(const Kokkos::View<const std::int64_t* [2], Space>& in,
+               const Kokkos::View<std::int64_t* [2], Space>& out) {
+  Kokkos::parallel_for(
+      Kokkos::RangePolicy<Space>(0, in.extent(0)), KOKKOS_LAMBDA(const int j) {
+        std::int64_t q, r;
+        Impl::divide(in(j, 0), in(j, 1), q, r);
+        out(j, 0) = q, out(j, 1) = r;
       });
   Kokkos::fence();
 }
@@ -121,6 +155,79 @@ void expect_fragment_mma() {
         for (int q = 0; q < K; ++q) want += a0[i * K + q] * b0[j * K + q];
         EXPECT_NEAR(got[i * N + j], c0[i * N + j] + 2 * want, 1e-4) << i << "," << j;
       }
+  }
+}
+
+// Stored runs (one, two or four values: on CUDA devices 16-bit pairs by the
+// hardware's conversion) hold what from_float gives, bit for bit: random
+// magnitudes, ties of both parities, subnormals, overflow, infinities, NaN.
+std::vector<float> values_to_store() {
+  std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.5f, 65504.0f, 65519.0f, 65520.0f, -70000.0f,
+                          std::numeric_limits<float>::infinity(),
+                          -std::numeric_limits<float>::infinity(),
+                          std::numeric_limits<float>::quiet_NaN(), 3.0e-8f, -6.0e-8f, 1.0e-5f,
+                          std::numeric_limits<float>::max(), std::numeric_limits<float>::min()};
+  for (std::uint32_t upper : {0x3f80u, 0x3f81u, 0xc2abu, 0x0001u}) {  // bf16 ties, even and odd
+    const std::uint32_t bits = (upper << 16) | 0x8000u;
+    float f;
+    std::memcpy(&f, &bits, sizeof f);
+    v.push_back(f);
+  }
+  for (float tie : {0x1.002p0f, 0x1.006p0f, 0x1.8p-24f, 0x1p-25f}) v.push_back(tie);  // fp16 ties
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> mantissa(1.0f, 2.0f), exponent(-30.0f, 20.0f);
+  for (int i = 0; i < 4000; ++i)
+    v.push_back((i % 2 ? -1.0f : 1.0f) * mantissa(gen) * std::exp2(std::floor(exponent(gen))));
+  v.push_back(0.25f);  // an odd count: every width ends with a partial run
+  return v;
+}
+
+template <class Scalar, int Width>
+void expect_stored_runs_round_like_from_float() {
+  const std::vector<float> values = values_to_store();
+  const std::int64_t n = values.size();
+  Kokkos::View<float*, Space> in("in", n);
+  Kokkos::View<Scalar*, Space> out("out", n);
+  Kokkos::deep_copy(in, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                            values.data(), n));
+  store_runs<Space, Scalar, Width>(in, out);
+  const auto got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+  for (std::int64_t j = 0; j < n; ++j) {
+    const Scalar want = Impl::from_float<Scalar>(values[j]);
+    if (std::isnan(values[j])) {
+      EXPECT_TRUE(std::isnan(Impl::to_float(got(j)))) << "width " << Width << " at " << j;
+      continue;
+    }
+    EXPECT_EQ(std::memcmp(&got(j), &want, sizeof(Scalar)), 0)
+        << "width " << Width << " value " << values[j] << " stored as " << Impl::to_float(got(j))
+        << ", from_float " << Impl::to_float(want);
+  }
+}
+
+TYPED_TEST(EXPERTMLP_SUITE, StoredRunsRoundLikeFromFloat) {
+  expect_stored_runs_round_like_from_float<TypeParam, 1>();
+  expect_stored_runs_round_like_from_float<TypeParam, 2>();
+  expect_stored_runs_round_like_from_float<TypeParam, 4>();
+}
+
+// Impl::divide on the device against the host's 64-bit division, on both
+// sides of 2^31 (where it switches to 64 bits).
+TEST(EXPERTMLP_SUITE, DivideMatchesIntegerDivision) {
+  const std::vector<std::pair<std::int64_t, std::int64_t>> cases = {
+      {0, 1},          {7, 3},           {4095, 4096},          {4096, 4096},
+      {0x7fffffff, 7}, {0x80000000LL, 7}, {0x7fffffff, 0x7fffffff}, {5, 0x80000000LL},
+      {(1LL << 40) + 12345, 1792}, {(1LL << 40) + 12345, (1LL << 33) + 1}};
+  Kokkos::View<std::int64_t* [2], Space> in("in", cases.size()), out("out", cases.size());
+  auto host = Kokkos::create_mirror_view(in);
+  for (std::size_t j = 0; j < cases.size(); ++j)
+    host(j, 0) = cases[j].first, host(j, 1) = cases[j].second;
+  Kokkos::deep_copy(in, host);
+  divisions<Space>(in, out);
+  const auto got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+  for (std::size_t j = 0; j < cases.size(); ++j) {
+    const auto [i, n] = cases[j];
+    EXPECT_EQ(got(j, 0), i / n) << i << " / " << n;
+    EXPECT_EQ(got(j, 1), i % n) << i << " % " << n;
   }
 }
 
