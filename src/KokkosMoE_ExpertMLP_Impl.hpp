@@ -44,7 +44,7 @@ struct ExpertTileKernel {
   static constexpr int map_words = 16;
 
   struct Work {
-    int expert, first_row, rows, first_col, split, k_begin, k_end;
+    int tile, expert, first_row, rows, first_col, split, k_begin, k_end;
   };
 
   // The (tile, column block, K split) of work item `item`; false for the
@@ -74,6 +74,7 @@ struct ExpertTileKernel {
     const int index = item - (first + start) * per_tile;
     const int tile  = first + start + index % size;
     const int rest  = index / size;
+    w.tile      = tile;
     w.expert    = e;
     w.first_row = plan.tiles(tile, 1);
     w.rows      = plan.tiles(tile, 2) - w.first_row;
@@ -396,6 +397,19 @@ struct ExpertTileKernel {
         for (int i = first; i < first + count; ++i) frag::acquire_map(map(i));
   }
 
+  // Where the rows of an item's tile start in the operands that come by
+  // tensor copies (x's gathered rows, h): tile-major, tile t at row t BM,
+  // its rows past the last in use zero (GatherRowsKernel; the gate/up
+  // kernel stores them as zeros of h), so that a partly filled tile
+  // multiplies zeros. The H200 runs the large kernels at its power cap
+  // (700 W, 1.4-1.5 GHz instead of 1.98), where a product of zero rows
+  // costs less: a bf16 GEMM with half of its rows zero ran 1.13x faster.
+  // Elsewhere rows are in sorted order.
+  KOKKOS_INLINE_FUNCTION bool tile_major() const { return bulk_kernel(); }
+  KOKKOS_INLINE_FUNCTION int operand_row(const Work& w) const {
+    return tile_major() ? w.tile * BM : w.first_row;
+  }
+
   // Light-weight: the functor travels as a kernel argument even past 512
   // bytes, where Kokkos 3.4 would copy it to constant memory behind a host
   // synchronisation (slower to launch, and not capturable in a CUDA graph).
@@ -527,8 +541,8 @@ struct GateUpKernel
         if (ld.rank == 0) {
           const int row = w.expert * F + w.first_col;
           frag::expect_bytes(barrier, int((BM + 2 * BN) * BK * sizeof(Scalar)));
-          frag::bulk_load(base::stage(t.xs, b, BM), this->map(gathered_map), w.first_row, k0,
-                          barrier);
+          frag::bulk_load(base::stage(t.xs, b, BM), this->map(gathered_map),
+                          this->operand_row(w), k0, barrier);
           frag::bulk_load(base::stage(t.ws, 2 * b, BN), this->map(gate_map), row, k0, barrier);
           frag::bulk_load(base::stage(t.ws, 2 * b + 1, BN), this->map(up_map), row, k0, barrier);
         }
@@ -572,11 +586,14 @@ struct GateUpKernel
           a.g, a.u);
       return;
     }
+    // Tile-major h: every row of the tile, the unused ones zero (their x
+    // rows are).
+    const int row0 = this->operand_row(w), rows = this->tile_major() ? BM : w.rows;
     frag::template store<2>(
         m,
         [&](int r, int n, const auto& g, const auto& u) {
-          if (r < w.rows && n < cols)
-            store_run(&h(w.first_row + r, w.first_col + n), silu_times_as<Scalar>(g, u), cols - n);
+          if (r < rows && n < cols)
+            store_run(&h(row0 + r, w.first_col + n), silu_times_as<Scalar>(g, u), cols - n);
         },
         a.g, a.u);
   }
@@ -586,20 +603,22 @@ struct GateUpKernel
   }
 };
 
-// rows[p] = x[token of sorted row p] for the sorted rows in use, so that the
-// large gate/up kernel's tensor copies find a tile's rows of x next to each
-// other (one more pass over T k H values; rows past the last valid one are
-// not written).
+// gathered[t BM + r] = x[token of the r-th row of tile t] for the tiles in
+// use, zero past each tile's last row (tile-major: see
+// ExpertTileKernel::operand_row), so that the large gate/up kernel's tensor
+// copies find a tile's rows of x next to each other (one more pass over
+// about T k H values).
 template <class ExecutionSpace, class Scalar>
 struct GatherRowsKernel {
   using memory_space = typename ExecutionSpace::memory_space;
   DispatchPlan<memory_space> plan;
-  Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> x;  // [T, H]
-  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> rows;     // [T*k, H]
+  Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> x;     // [T, H]
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> gathered;    // [tiles * BM, H]
   int k, experts;
-  bool aligned;  // x's rows start 16-byte aligned: 8 values per copy
+  int tile_rows;  // BM
+  bool aligned;   // x's rows start 16-byte aligned: 8 values per copy
 
-  // Item i: chunks q, q + C / 4, q + 2 C / 4, q + 3 C / 4 of sorted row p,
+  // Item i: chunks q, q + C / 4, q + 2 C / 4, q + 3 C / 4 of gathered row p,
   // C = H / 8 chunks of 8 values (the tensor maps need H a multiple of 8;
   // every model we know has a multiple of 32): four loads in flight per
   // thread, each coalesced over the warp (with one chunk per item and a
@@ -609,8 +628,10 @@ struct GatherRowsKernel {
   KOKKOS_INLINE_FUNCTION static int chunks_per_item(std::int64_t H) {
     return (H / 8) % 4 == 0 ? 4 : 1;
   }
-  static std::int64_t items(std::int64_t assignments, std::int64_t H) {
-    return assignments * (H / 8 / chunks_per_item(H));
+  // Over the rows of `tiles` tiles (the launch's upper bound; the tiles
+  // not in use return at once).
+  static std::int64_t items(std::int64_t tiles, int tile_rows, std::int64_t H) {
+    return tiles * tile_rows * (H / 8 / chunks_per_item(H));
   }
   struct alignas(16) Chunk {
     std::uint32_t word[4];
@@ -619,16 +640,23 @@ struct GatherRowsKernel {
     const std::int64_t H = x.extent(1), per_item = chunks_per_item(H), stride = H / 8 / per_item;
     std::int64_t p, q;
     divide(i, stride, p, q);
-    if (p >= plan.offsets(experts)) return;
-    const Scalar* from = &x(plan.order(p) / k, 0);
-    Scalar* to         = &rows(p, 0);
+    const int tile = int(p) / tile_rows, r = int(p) - tile * tile_rows;
+    if (tile >= plan.tile_offsets(experts)) return;
+    const int first = plan.tiles(tile, 1);
+    Scalar* to      = &gathered(p, 0);
+    // (The tensor map over gathered made sure its rows are 16-byte aligned.)
+    auto* dst = reinterpret_cast<Chunk*>(to) + q;
+    if (r >= plan.tiles(tile, 2) - first) {
+      for (int j = 0; j < per_item; ++j) dst[j * stride] = Chunk{};
+      return;
+    }
+    const Scalar* from = &x(plan.order(first + r) / k, 0);
     if (!aligned) {
       for (std::int64_t c = q * 8; c < H; c += stride * 8)
         for (int v = 0; v < 8; ++v) to[c + v] = from[c + v];
       return;
     }
     const auto* src = reinterpret_cast<const Chunk*>(from) + q;
-    auto* dst       = reinterpret_cast<Chunk*>(to) + q;
     if (per_item == 4) {
       Chunk c[4];
       for (int j = 0; j < 4; ++j) c[j] = src[j * stride];
@@ -733,8 +761,8 @@ struct DownKernel
       if (this->bulk(barrier)) {
         if (ld.rank == 0) {
           frag::expect_bytes(barrier, int((BM + BN) * BK * sizeof(Scalar)));
-          frag::bulk_load(base::stage(t.hs, b, BM), this->map(activations_map), w.first_row, k0,
-                          barrier);
+          frag::bulk_load(base::stage(t.hs, b, BM), this->map(activations_map),
+                          this->operand_row(w), k0, barrier);
           frag::bulk_load(base::stage(t.ds, b, BN), this->map(down_map), w.expert * H + w.first_col,
                           k0, barrier);
         }
@@ -827,7 +855,7 @@ struct CombineKernel {
 };
 
 // Whether the layer's large kernels take their operands by tensor copies
-// (then the layer keeps x's rows gathered in sorted order for them).
+// (then the layer keeps x's rows gathered, tile-major, for them).
 template <class ExecutionSpace, class Scalar>
 constexpr bool bulk_copies() {
   return GateUpKernel<ExecutionSpace, Scalar, TileSize::large>::frag::producer_threads > 0 &&
@@ -847,6 +875,7 @@ Kokkos::View<std::uint64_t*, typename ExecutionSpace::memory_space> copy_maps(
   using down    = DownKernel<ExecutionSpace, Scalar, TileSize::large>;
   Kokkos::View<std::uint64_t*, typename ExecutionSpace::memory_space> maps;
   if constexpr (bulk_copies<ExecutionSpace, Scalar>()) {
+    static_assert(gate_up::BM == down::BM, "one tile height for the tile-major x and h");
     constexpr int words = gate_up::map_words;
     alignas(64) std::uint64_t host[copy_map_count][words] = {};
     const std::uint64_t E = w.gate.extent(0), F = w.gate.extent(1), H = w.gate.extent(2);

@@ -69,14 +69,27 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
   // Room for the tiles of the shape with the fewest rows per tile.
   plan_ = DispatchPlan<memory_space>::allocate(int(E), T * k,
                                                Impl::min_tile_rows<ExecutionSpace, Scalar>());
-  h_    = decltype(h_)("KokkosMoE::activations", T * k, F);
+  // With tensor copies, the large kernels keep x's gathered rows and h
+  // tile-major (see ExpertTileKernel::operand_row): room for every tile.
+  const bool bulk     = Impl::bulk_copies<ExecutionSpace, Scalar>();
+  const int tile_rows = Impl::tile_rows<ExecutionSpace, Scalar>(Impl::TileSize::large);
+  const std::int64_t tile_major_rows = std::max<std::int64_t>(
+      T * k, DispatchPlan<memory_space>::max_tiles(T * k, int(E), tile_rows) * tile_rows);
+  h_ = decltype(h_)("KokkosMoE::activations", bulk ? tile_major_rows : T * k, F);
   // Spare rows hold the split-K partial sums of small batches.
   y_ = decltype(y_)("KokkosMoE::expert_outputs", std::max<std::int64_t>(T * k, Impl::split_k_rows), H);
   gate_up_parts_ = decltype(gate_up_parts_)("KokkosMoE::gate_up_parts", Impl::split_k_rows, 2 * F);
-  if (Impl::bulk_copies<ExecutionSpace, Scalar>())
-    gathered_rows_ = decltype(gathered_rows_)("KokkosMoE::gathered_rows", T * k, H);
+  if (bulk) gathered_rows_ = decltype(gathered_rows_)("KokkosMoE::gathered_rows", tile_major_rows, H);
   copy_maps_ = Impl::copy_maps<ExecutionSpace, Scalar>(weights_, h_, gathered_rows_);
-  if (copy_maps_.size() == 0) gathered_rows_ = decltype(gathered_rows_)();  // 16-byte copies: unused
+  if (bulk && copy_maps_.size() == 0) {  // 16-byte copies: sorted rows, nothing gathered
+    gathered_rows_ = decltype(gathered_rows_)();
+    h_             = decltype(h_)("KokkosMoE::activations", T * k, F);
+  }
+}
+
+template <class ExecutionSpace, class Scalar>
+bool Layer<ExecutionSpace, Scalar>::activations_tile_major() const {
+  return Impl::TileSize(tile_size_) == Impl::TileSize::large && copy_maps_.size() > 0;
 }
 
 template <class ExecutionSpace, class Scalar>
@@ -206,15 +219,15 @@ void Layer<ExecutionSpace, Scalar>::gate_up_tiles(const const_tokens_view& x,
   if (Impl::TileSize(Size) == Impl::TileSize::small)
     f.split_k(tiles, int(config_.hidden_size), assignments, std::int64_t(gate_up_parts_.extent(0)),
               Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::small>::split_k_teams());
-  // The large kernel's tensor copies read x's rows gathered in sorted order.
+  // The large kernel's tensor copies read x's rows gathered, tile-major.
   if (Impl::TileSize(Size) == Impl::TileSize::large && f.maps != nullptr) {
     using gather = Impl::GatherRowsKernel<ExecutionSpace, Scalar>;
     const bool aligned = reinterpret_cast<std::uintptr_t>(x.data()) % 16 == 0;
     Kokkos::parallel_for("KokkosMoE::gather_rows",
                          Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
-                             exec_, 0, gather::items(assignments, config_.hidden_size)),
+                             exec_, 0, gather::items(tiles, kernel::BM, config_.hidden_size)),
                          gather{plan_, x, gathered_rows_, int(config_.top_k),
-                                int(config_.num_experts), aligned});
+                                int(config_.num_experts), kernel::BM, aligned});
   }
   Kokkos::parallel_for("KokkosMoE::gate_up", f.make_policy(exec_, tiles, kernel::scratch_bytes()), f);
   if (f.splits > 1)

@@ -68,8 +68,14 @@ class Layer {
   ids_view routing_ids() const { return ids_; }
   weights_view routing_weights() const { return routing_weights_; }
   const DispatchPlan<memory_space>& plan() const { return plan_; }
-  // [max_tokens * k, F] in sorted order (row p belongs to assignment plan().order(p)).
+  // h, F wide: in sorted order (row p belongs to assignment plan().order(p)),
+  // or tile-major where activations_tile_major() says so.
   Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> activations() const { return h_; }
+  // Whether the last dispatch chose large tiles whose operands come by
+  // tensor copies (sm_90a): h's rows are then tile-major, the r-th row of
+  // tile t (plan().tiles(t, 1) + r in sorted order) at t * plan().tile_rows
+  // + r, the tile's rows past its last zero.
+  bool activations_tile_major() const;
 
   // Checks routing before it is given to forward: ids in [0, E) and distinct
   // within a row, weights finite. Throws std::invalid_argument naming the
