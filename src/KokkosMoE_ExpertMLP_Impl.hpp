@@ -455,8 +455,9 @@ KOKKOS_INLINE_FUNCTION ValueRun<Width> silu_times_as(const ValueRun<Width>& g,
   return h;
 }
 
-// h[p] = silu(x[token(p)] gate[e]^T) * (x[token(p)] up[e]^T) for the sorted
-// rows p of a tile; the gate and up products exist only in scratch. Split
+// h[p] = silu(x[token(p)] gate[e]^T) * (x[token(p)] up[e]^T) for the rows p
+// of a tile (sorted rows, or tile-major: see operand_row); the gate and up
+// products exist only in scratch. Split
 // over K (decode: few tiles), each part instead writes its gate and up
 // products to rows s * A + p of `partial` ([g | u], 2F wide) and
 // ActivationKernel finishes h.
@@ -477,7 +478,7 @@ struct GateUpKernel
   Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> x;        // [T, H]
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> gate;    // [E, F, H]
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> up;      // [E, F, H]
-  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h;              // [T*k, F]
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h;              // [rows, F]
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> partial;         // [splits * A, 2F]
   int assignments;                                                          // A = T * k
 
@@ -533,7 +534,7 @@ struct GateUpKernel
     const bool aligned = from.aligned;
     const int* tokens = t.tokens;
     if constexpr (frag::producer_threads > 0) {
-      // The rows of x already gathered in sorted order (GatherRowsKernel):
+      // The rows of x already gathered, tile-major (GatherRowsKernel):
       // every operand tile is one tensor copy. (Partly filled tiles taking
       // only their rows of x by 16-byte copies instead measured 1.04-1.10x
       // slower except on DeepSeek-V3 at 2048 tokens, 1.02x faster.)
@@ -690,7 +691,8 @@ struct ActivationKernel {
 };
 
 // y[s * A + p] = h[p] down[e]^T over the K part s, for the sorted row p (A
-// assignments; one part unless split). Rows in sorted order and unweighted
+// assignments; one part unless split; h's row of p is tile-major where
+// operand_row says so). Rows of y in sorted order and unweighted
 // (CombineKernel weighs them): a tile's stores are whole rows, with no
 // lookups (scattered rows, with a lookup of each row's assignment and
 // weight: DeepSeek-V3's down and combine at 4096 tokens 5.95 ms against
@@ -709,7 +711,7 @@ struct DownKernel
   using base::L;
   using memory_space = typename base::memory_space;
 
-  Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> h;        // [T*k, F]
+  Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> h;        // [rows, F]
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> down;    // [E, H, F]
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y;               // [splits * T*k, H]
   int assignments;                                                          // A = T * k

@@ -69,7 +69,7 @@ struct DownFragment : Fragment<ExecutionSpace, Scalar, Size> {};
 // multiprocessor, 192 KiB), medium 64 x 64 (64 x 128; 4 warps, 2 teams, 96
 // KiB), and for down 128 x 256 and 64 x 128, the same scratch and registers.
 // The large shapes are warp-specialised (CudaWarpSpecialized): a producer
-// warpgroup copies (weights and h by tensor copies, gathered x by cp.async),
+// warpgroup copies (weights, x's gathered rows and h by tensor copies),
 // the 8 warps only multiply, resident teams walk the work items. The medium
 // shape, whose batches are streaming weights, keeps 3 steps loading with
 // every warp copying. Measured on the H200 (Mixtral-8x7B at 4096 tokens,

@@ -71,10 +71,15 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
                                                Impl::min_tile_rows<ExecutionSpace, Scalar>());
   // With tensor copies, the large kernels keep x's gathered rows and h
   // tile-major (see ExpertTileKernel::operand_row): room for every tile.
+  // A forward uses at most A + (non-empty experts) BM of those rows (A = T
+  // k assignments), and dispatch takes large tiles only where the active
+  // experts are at most A / large_tile_rows_from.
   const bool bulk     = Impl::bulk_copies<ExecutionSpace, Scalar>();
   const int tile_rows = Impl::tile_rows<ExecutionSpace, Scalar>(Impl::TileSize::large);
   const std::int64_t tile_major_rows = std::max<std::int64_t>(
-      T * k, DispatchPlan<memory_space>::max_tiles(T * k, int(E), tile_rows) * tile_rows);
+      T * k, std::min<std::int64_t>(
+                 DispatchPlan<memory_space>::max_tiles(T * k, int(E), tile_rows) * tile_rows,
+                 T * k + T * k / Impl::large_tile_rows_from * tile_rows));
   h_ = decltype(h_)("KokkosMoE::activations", bulk ? tile_major_rows : T * k, F);
   // Spare rows hold the split-K partial sums of small batches.
   y_ = decltype(y_)("KokkosMoE::expert_outputs", std::max<std::int64_t>(T * k, Impl::split_k_rows), H);
@@ -186,6 +191,7 @@ void Layer<ExecutionSpace, Scalar>::gate_up(const const_tokens_view& x, std::int
   check_tokens(num_tokens, std::int64_t(x.extent(0)), "x");
   check_width(x, config_.hidden_size, "x");
   if (num_tokens * config_.top_k == 0) return;
+  if (tile_size_ < 0) throw std::logic_error("KokkosMoE::Layer: gate_up before any dispatch");
   // The tile shape the last dispatch built its tiles for.
   switch (Impl::TileSize(tile_size_)) {
     case Impl::TileSize::small: gate_up_tiles<int(Impl::TileSize::small)>(x, num_tokens); break;
@@ -248,6 +254,8 @@ void Layer<ExecutionSpace, Scalar>::down_combine(const const_weights_view& routi
   check_width(out, config_.hidden_size, "out");
   check_width(routing_weights, config_.top_k, "routing weights");
   if (num_tokens * config_.top_k == 0) return;
+  if (tile_size_ < 0)
+    throw std::logic_error("KokkosMoE::Layer: down_combine before any dispatch");
   switch (Impl::TileSize(tile_size_)) {
     case Impl::TileSize::small:
       down_combine_tiles<int(Impl::TileSize::small)>(routing_weights, out, num_tokens);

@@ -92,12 +92,13 @@ TYPED_TEST_SUITE(EXPERTMLP_SUITE, StorageTypes);
 // h after gate_up against float64, at the row where the layer keeps each
 // sorted row (sorted order or tile-major: see activations_tile_major, whose
 // unused rows must then be zero). Tile-major exactly where asked for and
-// the build's large kernels take tensor copies.
+// the build's large kernels take tensor copies. The layer is made for
+// max_tokens T and runs `used` of them.
 template <class Scalar>
-void expect_activations_match(int E, int k, std::int64_t H, std::int64_t F, std::int64_t T,
-                              int experts_used, bool large) {
-  Problem<Space, Scalar> p(E, k, H, F, T);
-  const auto r = random_routing(T, k, first_experts(experts_used), 9);
+void expect_activations_match(int E, int k, std::int64_t H, std::int64_t F, std::int64_t max_tokens,
+                              std::int64_t T, int experts_used, bool large) {
+  Problem<Space, Scalar> p(E, k, H, F, max_tokens);
+  const auto r = random_routing(max_tokens, k, first_experts(experts_used), 9);
   p.set_routing(r);
   Layer<Space, Scalar> layer(p.config, p.weights);
   layer.dispatch(p.ids, T);
@@ -142,13 +143,22 @@ void expect_activations_match(int E, int k, std::int64_t H, std::int64_t F, std:
 }
 
 TYPED_TEST(EXPERTMLP_SUITE, GateUpActivationsMatchFloat64) {
-  expect_activations_match<TypeParam>(6, 2, 70, 45, 50, 4, false);
+  expect_activations_match<TypeParam>(6, 2, 70, 45, 50, 50, 4, false);
 }
 
 // Large tiles (tile-major h with tensor copies), the experts' last tiles
-// partly filled.
+// partly filled; all of max_tokens, and fewer.
 TYPED_TEST(EXPERTMLP_SUITE, LargeTileActivationsMatchFloat64) {
-  expect_activations_match<TypeParam>(4, 2, 72, 48, 1100, 4, true);
+  expect_activations_match<TypeParam>(4, 2, 72, 48, 1100, 1100, 4, true);
+  expect_activations_match<TypeParam>(4, 2, 72, 48, 1100, 900, 4, true);
+}
+
+TYPED_TEST(EXPERTMLP_SUITE, StagesBeforeDispatchThrow) {
+  Problem<Space, TypeParam> p(4, 2, 16, 24, 8);
+  Layer<Space, TypeParam> layer(p.config, p.weights);
+  EXPECT_FALSE(layer.activations_tile_major());
+  EXPECT_THROW(layer.gate_up(p.x, 8), std::logic_error);
+  EXPECT_THROW(layer.down_combine(p.routing_weights, p.out, 8), std::logic_error);
 }
 
 // The backend's fragment alone, in one tile shape: c += 2 a b^T on one

@@ -50,10 +50,11 @@ class Layer {
   void route(const const_tokens_view& x, std::int64_t num_tokens);
   // Counts per expert, prefix sums, token order by expert and the tile list.
   void dispatch(const const_ids_view& ids, std::int64_t num_tokens);
-  // h = silu(x gate^T) * (x up^T) per assignment, in sorted order; gate and up
-  // stay in team scratch.
+  // h = silu(x gate^T) * (x up^T) per assignment (rows: see activations());
+  // gate and up stay in team scratch. After a dispatch.
   void gate_up(const const_tokens_view& x, std::int64_t num_tokens);
   // out[t] = sum_j w[t, j] * (h down^T) for the k assignments of token t.
+  // After gate_up.
   void down_combine(const const_weights_view& routing_weights, const tokens_view& out,
                     std::int64_t num_tokens);
 
@@ -113,14 +114,14 @@ class Layer {
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> logits_;   // [max_tokens, E]
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> x_float_;  // router input, 16-bit types only
   DispatchPlan<memory_space> plan_;
-  int tile_size_ = 0;  // the Impl::TileSize of the last dispatch
-  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h_;       // [max_tokens * k, F]
+  int tile_size_ = -1;  // the Impl::TileSize of the last dispatch; -1 before any
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h_;  // [max_tokens * k or tile-major rows, F]
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y_;        // [max_tokens * k, H]
   // Split-K parts of the gate and up products of small batches: [rows, 2F].
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> gate_up_parts_;
   // Descriptors of the weights, h and the gathered rows of x for bulk tensor
-  // copies, and those rows ([max_tokens * k, H] in sorted order), where the
-  // backend's large kernels use them (empty otherwise).
+  // copies, and those rows ([rows, H], tile-major), where the backend's
+  // large kernels use them (empty otherwise).
   Kokkos::View<std::uint64_t*, memory_space> copy_maps_;
   Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> gathered_rows_;
 };
