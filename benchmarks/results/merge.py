@@ -62,6 +62,8 @@ def main():
             "max_rel_err": layer["check"]["max_rel_err"],
             "stages_ms": {s: v["median_ms"] for s, v in layer["stages"].items()},
             "ceilings": peers["ceilings"],
+            # SM clock and power-cap throttling while it ran (scripts/gpu-perf.sh).
+            "board": load(os.path.join(args.replay_dir, f"{stem}-t{pt['tokens']}.board.json"), None),
             "date": args.date, "command": args.command, "commit": args.commit,
         }
         key = (rec["model"], rec["tokens"], rec["routing"])
