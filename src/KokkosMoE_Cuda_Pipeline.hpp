@@ -12,6 +12,8 @@
 
 #include <Kokkos_Core.hpp>
 
+#include "KokkosMoE_Cuda_Warpgroup.hpp"
+
 #include <cstdint>
 
 namespace KokkosMoE {
@@ -67,7 +69,7 @@ struct CudaStagePipeline {
   // cost the large kernels 2-4 %.)
   __device__ void wait_loaded(int g, bool plain_writes) const {
     wait(loaded(g % Stages), (g / Stages) & 1);
-    if (plain_writes) asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    if (plain_writes) warpgroup::fence_shared_for_async();
   }
   // The producer's threads (whole warps), between their own scratch
   // accesses: named barrier 1 (Kokkos' team barrier is barrier 0).

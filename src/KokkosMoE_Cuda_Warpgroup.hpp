@@ -28,6 +28,15 @@ namespace warpgroup {
 constexpr int line_bytes = 128;   // one swizzled K line: 64 16-bit values
 constexpr int atom_bytes = 1024;  // 8 lines, the swizzle's period and alignment
 
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+// Generic shared-memory writes (cp.async, stores) become visible to wgmma,
+// which reads through the async proxy, after this and a barrier (or an
+// mbarrier wait). (sm_90: the copy pipeline uses it too.)
+__device__ inline void fence_shared_for_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+#endif
+
 #ifdef KOKKOSMOE_CUDA_WARPGROUP_MMA
 // The shared-memory matrix descriptor of a K-major, 128-byte-swizzled tile
 // starting at p (1024-byte aligned): start address, stride between 8-line
@@ -47,12 +56,6 @@ __device__ inline void commit() { asm volatile("wgmma.commit_group.sync.aligned;
 template <int pending>
 __device__ inline void wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(pending) : "memory");
-}
-
-// Generic shared-memory writes (cp.async, stores) become visible to wgmma,
-// which reads through the async proxy, after this and a barrier.
-__device__ inline void fence_shared_for_async() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
 // The warpgroup of team rank `rank` (128 threads each), as a value ptxas
