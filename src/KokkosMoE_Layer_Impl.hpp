@@ -226,7 +226,7 @@ void Layer<ExecutionSpace, Scalar>::gate_up_tiles(const const_tokens_view& x,
     f.split_k(tiles, int(config_.hidden_size), assignments, std::int64_t(gate_up_parts_.extent(0)),
               Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::small>::split_k_teams());
   // The large kernel's tensor copies read x's rows gathered, tile-major.
-  if (Impl::TileSize(Size) == Impl::TileSize::large && f.maps != nullptr) {
+  if (activations_tile_major()) {
     using gather = Impl::GatherRowsKernel<ExecutionSpace, Scalar>;
     const bool aligned = reinterpret_cast<std::uintptr_t>(x.data()) % 16 == 0;
     Kokkos::parallel_for("KokkosMoE::gather_rows",

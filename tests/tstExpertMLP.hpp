@@ -93,7 +93,7 @@ TYPED_TEST_SUITE(EXPERTMLP_SUITE, StorageTypes);
 // sorted row (sorted order or tile-major: see activations_tile_major, whose
 // unused rows must then be zero). Tile-major exactly where asked for and
 // the build's large kernels take tensor copies. The layer is made for
-// max_tokens T and runs `used` of them.
+// max_tokens and runs T of them.
 template <class Scalar>
 void expect_activations_match(int E, int k, std::int64_t H, std::int64_t F, std::int64_t max_tokens,
                               std::int64_t T, int experts_used, bool large) {
