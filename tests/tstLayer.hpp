@@ -199,6 +199,37 @@ TEST(LAYER_SUITE, ForwardReplaysAsOneGraph) {
   EXPECT_LT(p.error(2), reference_tolerance<bfloat16>());
 }
 
+// Large tiles, forward after forward and replay after replay of a recorded
+// one, with new routing each time: nothing one forward leaves in the
+// layer's buffers (tile-major rows, a resident team's pipeline state) leaks
+// into the next. (About 150 rows per expert: two 128-row tiles each, the
+// last at most half filled; 4 x 48 gate/up items, more than an H200's 132
+// resident teams.)
+TEST(LAYER_SUITE, LargeTileForwardsRepeat) {
+  Problem<Space, bfloat16> p(2, 1, 64, 6144, 300);
+  const auto routing = [&](std::uint64_t seed) {
+    p.set_routing(random_routing(300, 1, first_experts(2), seed));
+    Kokkos::deep_copy(p.out, bfloat16(0.0f));
+    Kokkos::fence();
+  };
+  const Space exec = WorkGraph<Space>::capture_instance();
+  Layer<Space, bfloat16> layer(p.config, p.weights, exec);
+  for (std::uint64_t seed : {5, 6, 7}) {
+    routing(seed);
+    layer.forward(p.x, p.ids, p.routing_weights, p.out, 300);
+    Kokkos::fence();
+    EXPECT_LT(p.error(300), reference_tolerance<bfloat16>()) << "forward " << seed;
+  }
+  const WorkGraph<Space> graph(exec,
+                               [&] { layer.forward(p.x, p.ids, p.routing_weights, p.out, 300); });
+  for (std::uint64_t seed : {8, 9}) {
+    routing(seed);
+    graph.launch();
+    Kokkos::fence();
+    EXPECT_LT(p.error(300), reference_tolerance<bfloat16>()) << "replay " << seed;
+  }
+}
+
 TEST(LAYER_SUITE, InvalidIdsAreCountedAndContributeNothing) {
   Problem<Space, float> p(8, 2, 32, 40, 10);
   auto r = random_routing(10, 2, first_experts(8), 5);
