@@ -33,8 +33,8 @@ const Case cases[] = {
     {"all_on_one_expert", 8, 1, 40, 50, 70, 1}, {"single_expert", 1, 1, 33, 17, 5, 1},
     {"many_experts", 256, 8, 32, 40, 64, 256}, {"k_equals_E", 6, 6, 20, 24, 9, 6},
     {"off_tile_large", 4, 2, 100, 130, 75, 3},
-    {"split_k_decode", 4, 2, 40, 300, 3, 4},  // few tiles, long F: the down projection splits F
-    {"split_k_gate_up", 4, 2, 300, 40, 3, 4},  // few tiles, long H: gate/up split H
+    {"split_k_decode", 4, 2, 40, 1700, 3, 4},  // few tiles, long F: the down projection splits F
+    {"split_k_gate_up", 4, 2, 1700, 40, 3, 4},  // few tiles, long H: gate/up split H
     // The layer's other tile shapes: 40 and 600 rows per expert.
     {"medium_tiles", 2, 1, 70, 90, 80, 2},   {"large_tiles", 1, 1, 40, 72, 600, 1},
     // Large tiles whose last tile per expert is at most half filled (about
@@ -177,7 +177,7 @@ TEST(LAYER_SUITE, ForwardEnqueuesKernelsAndNeverFences) {
 // The forward recorded once (a CUDA graph on CUDA) and replayed gives the
 // reference result; a decode-size batch, so gate/up and down split over K.
 TEST(LAYER_SUITE, ForwardReplaysAsOneGraph) {
-  Problem<Space, bfloat16> p(8, 2, 512, 256, 2);
+  Problem<Space, bfloat16> p(8, 2, 1536, 1024, 2);
   p.set_routing(random_routing(2, 2, first_experts(8), 4));
   const Space exec = WorkGraph<Space>::capture_instance();
   Layer<Space, bfloat16> layer(p.config, p.weights, exec);
