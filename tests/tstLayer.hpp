@@ -230,6 +230,33 @@ TEST(LAYER_SUITE, LargeTileForwardsRepeat) {
   }
 }
 
+// Experts whose rows end just past a large tile (129-161 rows: a full tile
+// and one of a few rows) or two (288, 300), in one forward, the experts'
+// rows interleaved.
+TYPED_TEST(LAYER_SUITE, ExpertsJustPastALargeTile) {
+  using Scalar = TypeParam;
+  const std::vector<int> rows = {129, 150, 160, 161, 288, 300};
+  const int E = int(rows.size());
+  std::vector<int> left = rows;
+  HostRouting r;
+  for (bool more = true; more;) {
+    more = false;
+    for (int e = 0; e < E; ++e)
+      if (left[e] > 0) {
+        --left[e];
+        r.ids.push_back(e);
+        r.weights.push_back(0.25f + 0.1f * float(e));
+        more = true;
+      }
+  }
+  const std::int64_t T = std::int64_t(r.ids.size());
+  Problem<Space, Scalar> p(E, 1, 64, 200, T);
+  p.set_routing(r);
+  Layer<Space, Scalar> layer(p.config, p.weights);
+  layer.forward(p.x, p.ids, p.routing_weights, p.out, T);
+  EXPECT_LT(p.error(T), reference_tolerance<Scalar>());
+}
+
 TEST(LAYER_SUITE, InvalidIdsAreCountedAndContributeNothing) {
   Problem<Space, float> p(8, 2, 32, 40, 10);
   auto r = random_routing(10, 2, first_experts(8), 5);
