@@ -19,12 +19,11 @@ replays (the board at its power cap). Also the cuBLAS kernel each GEMM ran
   dense_bound.py [--points mixtral-8x7b:512,2048,4096 qwen2-57b:2048,4096 ...] [--long] [--json F]
 """
 import argparse
-import json
 import sys
 
 import torch
 
-from moe_peers import PRESETS, ceilings, median_ms
+from moe_peers import PRESETS, emit, floor_of, median_ms, run_header
 
 QWEN2_TOP_K = 4  # the results' Qwen2 traces route each token to 4 experts
 
@@ -50,6 +49,52 @@ def kernels_of(fn):
     return sorted({e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA})
 
 
+def timed(gate_up, down, long_runs):
+    """Median ms of the two GEMMs as graph replays, short (and long) runs."""
+    graphs = [graph_of(gate_up), graph_of(down)]
+
+    def both():
+        graphs[0].replay()
+        graphs[1].replay()
+
+    short = median_ms(both, warmup=3, repeat=20)
+    return short, (median_ms(both, warmup=50, repeat=300) if long_runs else None)
+
+
+def measure(result, model, T, long_runs):
+    """One point: its floor and both dense forms' times (see the top)."""
+    E, k, H, F = shape(model)
+    A, dev = T * k, "cuda"
+    per = A // E
+    # The floor with every expert touched (true of these points).
+    bytes_ = E * 3 * H * F * 2 + 2 * T * H * 2 + T * k * 8
+    flops = 6 * T * k * H * F
+    floor_ms = floor_of(result, bytes_, flops)
+    x = torch.randn(A, H, device=dev).bfloat16()
+    w1 = (torch.randn(H, 2 * F, device=dev) / H**0.5).bfloat16()
+    h = torch.randn(A, F, device=dev).bfloat16()
+    w2 = (torch.randn(F, H, device=dev) / F**0.5).bfloat16()
+    xb = x[:per * E].view(E, per, H)
+    hb = h[:per * E].view(E, per, F)
+    w1b = (torch.randn(E, H, 2 * F, device=dev) / H**0.5).bfloat16()
+    w2b = (torch.randn(E, F, H, device=dev) / F**0.5).bfloat16()
+    runs = {
+        "one": (lambda: x @ w1, lambda: h @ w2),
+        "balanced": (lambda: torch.bmm(xb, w1b), lambda: torch.bmm(hb, w2b)),
+    }
+    point = {"model": model, "tokens": T, "E": E, "k": k, "H": H, "F": F,
+             "floor_ms": floor_ms, "flops": flops, "bytes": bytes_}
+    for name, (gate_up, down) in runs.items():
+        short, long_ = timed(gate_up, down, long_runs)
+        point[name + "_ms"] = short
+        point[name + "_fraction_of_floor"] = floor_ms / short
+        if long_runs:
+            point[name + "_long_ms"] = long_
+            point[name + "_long_fraction_of_floor"] = floor_ms / long_
+        point[name + "_kernels"] = kernels_of(lambda: (gate_up(), down()))
+    return point
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--points", nargs="+", default=["mixtral-8x7b:512,2048,4096", "qwen2-57b:2048,4096",
@@ -57,62 +102,20 @@ def main():
     p.add_argument("--long", action="store_true")
     p.add_argument("--json", default=None)
     args = p.parse_args()
-    torch.manual_seed(0)
-    result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-              "ceilings": ceilings(), "points": []}
-    bw = result["ceilings"]["copy_bytes_per_s"]
-    rate = result["ceilings"]["bf16_gemm_flops_per_s"]
-    dev = "cuda"
+    result = run_header()
     for spec in args.points:
         model, tokens = spec.split(":")
-        E, k, H, F = shape(model)
         for T in [int(t) for t in tokens.split(",")]:
-            A = T * k
-            per = A // E
-            # The floor with every expert touched (true of these points).
-            bytes_ = E * 3 * H * F * 2 + 2 * T * H * 2 + T * k * 8
-            flops = 6 * T * k * H * F
-            floor_ms = max(bytes_ / bw, flops / rate) * 1e3
-            x = torch.randn(A, H, device=dev).bfloat16()
-            w1 = (torch.randn(H, 2 * F, device=dev) / H**0.5).bfloat16()
-            h = torch.randn(A, F, device=dev).bfloat16()
-            w2 = (torch.randn(F, H, device=dev) / F**0.5).bfloat16()
-            xb = x[:per * E].view(E, per, H)
-            hb = h[:per * E].view(E, per, F)
-            w1b = (torch.randn(E, H, 2 * F, device=dev) / H**0.5).bfloat16()
-            w2b = (torch.randn(E, F, H, device=dev) / F**0.5).bfloat16()
-            runs = {
-                "one": (lambda: x @ w1, lambda: h @ w2),
-                "balanced": (lambda: torch.bmm(xb, w1b), lambda: torch.bmm(hb, w2b)),
-            }
-            point = {"model": model, "tokens": T, "E": E, "k": k, "H": H, "F": F,
-                     "floor_ms": floor_ms, "flops": flops, "bytes": bytes_}
-            for name, (gate_up, down) in runs.items():
-                graphs = [graph_of(gate_up), graph_of(down)]
-                both = lambda: (graphs[0].replay(), graphs[1].replay())
-                ms = median_ms(both, warmup=3, repeat=20)
-                point[name + "_ms"] = ms
-                point[name + "_fraction_of_floor"] = floor_ms / ms
-                if args.long:
-                    long_ms = median_ms(both, warmup=50, repeat=300)
-                    point[name + "_long_ms"] = long_ms
-                    point[name + "_long_fraction_of_floor"] = floor_ms / long_ms
-                point[name + "_kernels"] = kernels_of(lambda: (gate_up(), down()))
-                del graphs
+            point = measure(result, model, T, args.long)
+            torch.cuda.empty_cache()
             result["points"].append(point)
-            print(f"{model:14s} T={T:5d} floor {floor_ms:7.3f} ms | one {point['one_ms']:7.3f} "
+            print(f"{model:14s} T={T:5d} floor {point['floor_ms']:7.3f} ms | one {point['one_ms']:7.3f} "
                   f"({point['one_fraction_of_floor']:.2f}) | balanced {point['balanced_ms']:7.3f} "
                   f"({point['balanced_fraction_of_floor']:.2f})"
                   + (f" | long: one {point['one_long_fraction_of_floor']:.2f} balanced "
                      f"{point['balanced_long_fraction_of_floor']:.2f}" if args.long else ""),
                   file=sys.stderr)
-            del x, w1, h, w2, xb, hb, w1b, w2b
-            torch.cuda.empty_cache()
-    text = json.dumps(result, indent=1)
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(text + "\n")
-    print(text)
+    emit(result, args.json)
 
 
 if __name__ == "__main__":

@@ -63,6 +63,30 @@ def ceilings():
     return {"copy_bytes_per_s": bandwidth, "bf16_gemm_flops_per_s": rate}
 
 
+def run_header():
+    """What every result of these scripts starts with: the device, torch and
+    the ceilings measured now (random data seeded first)."""
+    torch.manual_seed(0)
+    return {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
+            "ceilings": ceilings(), "points": []}
+
+
+def floor_of(result, bytes_, flops):
+    """The floor (ms) of a point: its bytes at the copy rate or its flops at
+    the GEMM rate of the run's ceilings, whichever takes longer."""
+    c = result["ceilings"]
+    return max(bytes_ / c["copy_bytes_per_s"], flops / c["bf16_gemm_flops_per_s"]) * 1e3
+
+
+def emit(result, path):
+    """The result as JSON on stdout, and in `path` when given."""
+    text = json.dumps(result, indent=1)
+    if path:
+        with open(path, "w") as f:
+            f.write(text + "\n")
+    print(text)
+
+
 def grouped_layer(x, ids, w, gate_up, down, E):
     """One MoE expert layer with torch._grouped_mm; no host synchronisation."""
     T, k = ids.shape
@@ -102,11 +126,7 @@ def main():
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--json", default=None)
     args = p.parse_args()
-    torch.manual_seed(0)
-    result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
-              "ceilings": ceilings(), "points": []}
-    bw = result["ceilings"]["copy_bytes_per_s"]
-    rate = result["ceilings"]["bf16_gemm_flops_per_s"]
+    result = run_header()
     for path in args.traces:
         with h5py.File(path, "r") as f:
             model = args.model or f.attrs["model"]
@@ -134,7 +154,7 @@ def main():
             touched = int(torch.unique(ids).numel())
             bytes_ = touched * 3 * H * F * 2 + 2 * T * H * 2 + T * k * 8
             flops = 6 * T * k * H * F
-            floor_ms = max(bytes_ / bw, flops / rate) * 1e3
+            floor_ms = floor_of(result, bytes_, flops)
 
             # torch._grouped_mm layer in a CUDA graph.
             static_out = grouped_layer(x, ids, w, gate_up, down, E)
@@ -169,11 +189,7 @@ def main():
             del graph
         del gate, up, down, gate_up
         torch.cuda.empty_cache()
-    text = json.dumps(result, indent=1)
-    if args.json:
-        with open(args.json, "w") as f:
-            f.write(text + "\n")
-    print(text)
+    emit(result, args.json)
 
 
 if __name__ == "__main__":
