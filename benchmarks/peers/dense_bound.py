@@ -23,7 +23,7 @@ import sys
 
 import torch
 
-from moe_peers import PRESETS, emit, floor_of, median_ms, run_header
+from moe_peers import PRESETS, emit, floor_of, layer_work, median_ms, run_header
 
 QWEN2_TOP_K = 4  # the results' Qwen2 traces route each token to 4 experts
 
@@ -67,8 +67,7 @@ def measure(result, model, T, long_runs):
     A, dev = T * k, "cuda"
     per = A // E
     # The floor with every expert touched (true of these points).
-    bytes_ = E * 3 * H * F * 2 + 2 * T * H * 2 + T * k * 8
-    flops = 6 * T * k * H * F
+    bytes_, flops = layer_work(E, T, k, H, F)
     floor_ms = floor_of(result, bytes_, flops)
     x = torch.randn(A, H, device=dev).bfloat16()
     w1 = (torch.randn(H, 2 * F, device=dev) / H**0.5).bfloat16()

@@ -71,6 +71,13 @@ def run_header():
             "ceilings": ceilings(), "points": []}
 
 
+def layer_work(touched, T, k, H, F):
+    """(bytes, flops) a point must move and multiply: the touched experts'
+    weights once, hidden states in and out, the routing; 6 T k H F (the
+    counts of kokkos-moe-replay)."""
+    return touched * 3 * H * F * 2 + 2 * T * H * 2 + T * k * 8, 6 * T * k * H * F
+
+
 def floor_of(result, bytes_, flops):
     """The floor (ms) of a point: its bytes at the copy rate or its flops at
     the GEMM rate of the run's ceilings, whichever takes longer."""
@@ -152,8 +159,7 @@ def main():
             w = all_w[:T].to(dev)
             x = (torch.rand(T, H, device=dev) * 2 - 1).bfloat16()
             touched = int(torch.unique(ids).numel())
-            bytes_ = touched * 3 * H * F * 2 + 2 * T * H * 2 + T * k * 8
-            flops = 6 * T * k * H * F
+            bytes_, flops = layer_work(touched, T, k, H, F)
             floor_ms = floor_of(result, bytes_, flops)
 
             # torch._grouped_mm layer in a CUDA graph.
