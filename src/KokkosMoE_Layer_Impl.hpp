@@ -111,6 +111,17 @@ void Layer<ExecutionSpace, Scalar>::check_tokens(std::int64_t num_tokens, std::i
 }
 
 template <class ExecutionSpace, class Scalar>
+void Layer<ExecutionSpace, Scalar>::check_follows(std::int64_t before_tokens,
+                                                  std::int64_t num_tokens, const char* stage,
+                                                  const char* before) const {
+  const std::string head = std::string("KokkosMoE::Layer: ") + stage;
+  if (before_tokens < 0) throw std::logic_error(head + " before any " + before);
+  if (before_tokens != num_tokens)
+    throw std::logic_error(head + " of " + std::to_string(num_tokens) + " tokens after a " +
+                           before + " of " + std::to_string(before_tokens));
+}
+
+template <class ExecutionSpace, class Scalar>
 template <class View>
 void Layer<ExecutionSpace, Scalar>::check_width(const View& v, std::int64_t width,
                                                 const char* what) const {
@@ -179,6 +190,8 @@ void Layer<ExecutionSpace, Scalar>::dispatch(const const_ids_view& ids, std::int
       1, std::min<std::int64_t>(assignments, config_.num_experts));
   const Impl::TileSize size = Impl::tile_size_for(assignments / active);
   tile_size_                = int(size);
+  dispatched_tokens_        = num_tokens;
+  gated_tokens_             = -1;
   plan_.tile_rows           = Impl::tile_rows<ExecutionSpace, Scalar>(size);
   Impl::DispatchKernels<ExecutionSpace>{plan_, ids, config_.num_experts, config_.top_k,
                                         int(assignments)}
@@ -190,8 +203,9 @@ void Layer<ExecutionSpace, Scalar>::gate_up(const const_tokens_view& x, std::int
   Impl::StageRegion region("KokkosMoE::gate_up");
   check_tokens(num_tokens, std::int64_t(x.extent(0)), "x");
   check_width(x, config_.hidden_size, "x");
+  check_follows(dispatched_tokens_, num_tokens, "gate_up", "dispatch");
+  gated_tokens_ = num_tokens;
   if (num_tokens * config_.top_k == 0) return;
-  if (tile_size_ < 0) throw std::logic_error("KokkosMoE::Layer: gate_up before any dispatch");
   // The tile shape the last dispatch built its tiles for.
   switch (Impl::TileSize(tile_size_)) {
     case Impl::TileSize::small: gate_up_tiles<int(Impl::TileSize::small)>(x, num_tokens); break;
@@ -253,9 +267,8 @@ void Layer<ExecutionSpace, Scalar>::down_combine(const const_weights_view& routi
   check_tokens(num_tokens, std::int64_t(out.extent(0)), "out");
   check_width(out, config_.hidden_size, "out");
   check_width(routing_weights, config_.top_k, "routing weights");
+  check_follows(gated_tokens_, num_tokens, "down_combine", "gate_up");
   if (num_tokens * config_.top_k == 0) return;
-  if (tile_size_ < 0)
-    throw std::logic_error("KokkosMoE::Layer: down_combine before any dispatch");
   switch (Impl::TileSize(tile_size_)) {
     case Impl::TileSize::small:
       down_combine_tiles<int(Impl::TileSize::small)>(routing_weights, out, num_tokens);

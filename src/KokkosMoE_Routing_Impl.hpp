@@ -15,8 +15,12 @@
 namespace KokkosMoE {
 namespace Impl {
 
-// NaN logits must still yield k distinct, valid experts: they rank lowest.
-KOKKOS_INLINE_FUNCTION float rankable(float s) { return s == s ? s : -FLT_MAX; }
+// Non-finite logits must still yield k distinct, valid experts and finite
+// weights: NaN ranks lowest, infinities as the largest finite values (an
+// infinite score would be excluded by next_best, or make inf - inf).
+KOKKOS_INLINE_FUNCTION float rankable(float s) {
+  return s == s ? (s > FLT_MAX ? FLT_MAX : s < -FLT_MAX ? -FLT_MAX : s) : -FLT_MAX;
+}
 
 // Order of selection: higher score first, lower index on ties.
 KOKKOS_INLINE_FUNCTION bool ranks_before(float s1, int i1, float s2, int i2) {
@@ -91,8 +95,13 @@ struct SigmoidGroupTopK : RoutingViews<ExecutionSpace> {
   int topk_group;
   float routed_scaling;
 
+  KOKKOS_INLINE_FUNCTION float logit(int t, int e) const { return rankable(this->logits(t, e)); }
+  // sigmoid without an overflowing exp for very negative logits.
   KOKKOS_INLINE_FUNCTION float score(int t, int e) const {
-    return 1.0f / (1.0f + math::exp(-rankable(this->logits(t, e))));
+    const float l = logit(t, e);
+    if (l >= 0) return 1.0f / (1.0f + math::exp(-l));
+    const float z = math::exp(l);
+    return z / (1.0f + z);
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(int t) const {
@@ -107,7 +116,7 @@ struct SigmoidGroupTopK : RoutingViews<ExecutionSpace> {
       const int b1 = next_best(per_group, in_group, 0.0f, -1, s1);
       if (per_group == 1) return s1;
       next_best(per_group, in_group, s1, b1, s2);
-      return s1 + s2;
+      return rankable(s1 + s2);  // two -FLT_MAX biases must not sum to -inf
     };
     std::uint64_t kept = 0;
     float prev_score   = 0;
@@ -128,6 +137,18 @@ struct SigmoidGroupTopK : RoutingViews<ExecutionSpace> {
       v.ids(t, j)     = prev;
       v.weights(t, j) = w;
       sum += w;
+    }
+    // All chosen scores below FLT_MIN (logits under about -87) keep no
+    // ratios in float; sigmoid(l) -> exp(l) there, so renormalise
+    // exp(l - max l) instead of dividing by zero.
+    if (v.renormalize && !(sum >= FLT_MIN)) {
+      float m = -FLT_MAX;
+      for (int j = 0; j < v.k; ++j) m = math::fmax(m, logit(t, v.ids(t, j)));
+      sum = 0;
+      for (int j = 0; j < v.k; ++j) {
+        v.weights(t, j) = math::exp(logit(t, v.ids(t, j)) - m);
+        sum += v.weights(t, j);
+      }
     }
     v.normalize(t, sum, routed_scaling);
   }

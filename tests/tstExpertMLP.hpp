@@ -161,6 +161,29 @@ TYPED_TEST(EXPERTMLP_SUITE, StagesBeforeDispatchThrow) {
   EXPECT_THROW(layer.down_combine(p.routing_weights, p.out, 8), std::logic_error);
 }
 
+// A stage given another batch size than the stage before it would read a
+// stale plan (or rows x does not have): refused.
+TYPED_TEST(EXPERTMLP_SUITE, StagesOfAnotherBatchSizeThrow) {
+  Problem<Space, TypeParam> p(4, 2, 16, 24, 8);
+  Layer<Space, TypeParam> layer(p.config, p.weights);
+  layer.dispatch(p.ids, 2);
+  EXPECT_THROW(layer.gate_up(p.x, 8), std::logic_error);
+  EXPECT_THROW(layer.down_combine(p.routing_weights, p.out, 2), std::logic_error);  // no gate_up
+  layer.gate_up(p.x, 2);
+  EXPECT_THROW(layer.down_combine(p.routing_weights, p.out, 8), std::logic_error);
+  EXPECT_NO_THROW(layer.down_combine(p.routing_weights, p.out, 2));
+  layer.dispatch(p.ids, 8);  // a new dispatch needs its own gate_up
+  EXPECT_THROW(layer.down_combine(p.routing_weights, p.out, 8), std::logic_error);
+  try {
+    layer.gate_up(p.x, 2);
+    ADD_FAILURE() << "gate_up of 2 tokens after a dispatch of 8 did not throw";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("gate_up of 2 tokens after a dispatch of 8"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // The backend's fragment alone, in one tile shape: c += 2 a b^T on one
 // full tile.
 template <class Scalar, class frag>

@@ -1,6 +1,11 @@
 // The route stage (router GEMM + top-k) against the float64 reference.
 #include "TestUtils.hpp"
 
+#include "KokkosMoE_Routing_Impl.hpp"
+
+#include <cfloat>
+#include <cmath>
+
 #define KMOE_CAT_(a, b) a##b
 #define KMOE_CAT(a, b) KMOE_CAT_(a, b)
 #define ROUTING_SUITE KMOE_CAT(Routing_, TEST_CATEGORY)
@@ -81,6 +86,89 @@ TYPED_TEST(ROUTING_SUITE, SigmoidGroupLimitedTopK) {
     Layer<Space, Scalar> layer(p.config, p.weights);
     expect_routing_matches(p, layer, 30);
   }
+}
+
+// The top-k kernel that make(views) returns, run on given logits ([T, E]
+// row-major); ids and weights come back [T, k] row-major.
+template <class MakeKernel>
+void run_topk(const std::vector<float>& logits, int E, int k, bool renormalize,
+              const MakeKernel& make, std::vector<int>& ids, std::vector<float>& weights) {
+  const int T = int(logits.size()) / E;
+  Kokkos::View<float**, Kokkos::LayoutRight, Space::memory_space> l("logits", T, E);
+  Kokkos::View<std::int32_t**, Kokkos::LayoutRight, Space::memory_space> id("ids", T, k);
+  Kokkos::View<float**, Kokkos::LayoutRight, Space::memory_space> w("weights", T, k);
+  auto lh = Kokkos::create_mirror_view(l);
+  for (int t = 0; t < T; ++t)
+    for (int e = 0; e < E; ++e) lh(t, e) = logits[t * E + e];
+  Kokkos::deep_copy(l, lh);
+  Impl::RoutingViews<Space> v{l, id, w, E, k, renormalize};
+  Kokkos::parallel_for(Kokkos::RangePolicy<Space>(0, T), make(v));
+  auto ih = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), id);
+  auto wh = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w);
+  ids.assign(ih.data(), ih.data() + T * k);
+  weights.assign(wh.data(), wh.data() + T * k);
+  for (int t = 0; t < T; ++t) {
+    for (int j = 0; j < k; ++j) {
+      const int e = ids[t * k + j];
+      ASSERT_TRUE(e >= 0 && e < E) << "token " << t << " slot " << j << ": id " << e;
+      for (int i = 0; i < j; ++i) ASSERT_NE(ids[t * k + i], e) << "token " << t;
+      EXPECT_TRUE(std::isfinite(weights[t * k + j]) && weights[t * k + j] >= 0)
+          << "token " << t << " slot " << j << ": weight " << weights[t * k + j];
+    }
+  }
+}
+
+// Infinite and NaN logits (an overflowing router product, a corrupt weight)
+// still give k distinct, valid experts and finite weights.
+TEST(ROUTING_SUITE, NonFiniteLogitsGiveValidRouting) {
+  const float inf = INFINITY, nan = NAN;
+  const std::vector<float> logits = {inf,  0, 0, 0,       // one +inf
+                                     -inf, 1, 2, 3,       // one -inf
+                                     nan,  -inf, 5, inf,  // all kinds
+                                     -inf, -inf, -inf, -inf,
+                                     nan,  nan,  nan,  nan};
+  std::vector<int> ids;
+  std::vector<float> w;
+  auto softmax = [](const Impl::RoutingViews<Space>& v) { return Impl::SoftmaxTopK<Space>{v}; };
+  run_topk(logits, 4, 3, true, softmax, ids, w);
+  EXPECT_EQ(ids, (std::vector<int>{0, 1, 2, 3, 2, 1, 3, 2, 0, 0, 1, 2, 0, 1, 2}));
+  const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
+  const std::vector<double> expected = {1, 0, 0, std::exp(3.0) / z, std::exp(2.0) / z,
+                                        std::exp(1.0) / z, 1, 0, 0, 1 / 3.0, 1 / 3.0, 1 / 3.0,
+                                        1 / 3.0, 1 / 3.0, 1 / 3.0};
+  for (std::size_t i = 0; i < w.size(); ++i) EXPECT_NEAR(w[i], expected[i], 1e-6) << i;
+
+  // Group-limited sigmoid routing, two groups of two: a whole group biased
+  // to -inf is never kept, infinite logits score 1 or 0.
+  Kokkos::View<float*, Space::memory_space> bias("bias", 4);
+  auto bh = Kokkos::create_mirror_view(bias);
+  bh(0) = bh(1) = -inf, bh(2) = bh(3) = 0;
+  Kokkos::deep_copy(bias, bh);
+  auto grouped = [&](const Impl::RoutingViews<Space>& v) {
+    return Impl::SigmoidGroupTopK<Space>{v, bias, 2, 1, 2.0f};
+  };
+  run_topk({inf, inf, -inf, 0, nan, nan, nan, nan}, 4, 2, true, grouped, ids, w);
+  EXPECT_EQ(ids, (std::vector<int>{3, 2, 2, 3}));
+  EXPECT_NEAR(w[0], 2.0, 1e-6);  // sigmoid(0) against sigmoid(-inf) = 0
+  EXPECT_NEAR(w[1], 0.0, 1e-6);
+  EXPECT_NEAR(w[2], 1.0, 1e-6);  // NaN ranks lowest: both score 0, equal shares
+  EXPECT_NEAR(w[3], 1.0, 1e-6);
+}
+
+// Sigmoid scores of logits below about -87 underflow in float; the
+// renormalised weights keep their ratios (as in float64) instead of 0 / 0.
+TEST(ROUTING_SUITE, SigmoidWeightsOfVeryNegativeLogits) {
+  Kokkos::View<float*, Space::memory_space> bias("bias", 2);
+  auto grouped = [&](const Impl::RoutingViews<Space>& v) {
+    return Impl::SigmoidGroupTopK<Space>{v, bias, 1, 1, 1.0f};
+  };
+  std::vector<int> ids;
+  std::vector<float> w;
+  run_topk({-100, -101, -200, -200, -90, -300}, 2, 2, true, grouped, ids, w);
+  EXPECT_EQ(ids, (std::vector<int>{0, 1, 0, 1, 0, 1}));
+  const double r = 1 / (1 + std::exp(-1.0));
+  const std::vector<double> expected = {r, 1 - r, 0.5, 0.5, 1, 0};
+  for (std::size_t i = 0; i < w.size(); ++i) EXPECT_NEAR(w[i], expected[i], 1e-6) << i;
 }
 
 TEST(ROUTING_SUITE, ZeroTokensAndBadConfigs) {

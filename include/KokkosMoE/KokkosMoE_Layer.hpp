@@ -51,10 +51,11 @@ class Layer {
   // Counts per expert, prefix sums, token order by expert and the tile list.
   void dispatch(const const_ids_view& ids, std::int64_t num_tokens);
   // h = silu(x gate^T) * (x up^T) per assignment (rows: see activations());
-  // gate and up stay in team scratch. After a dispatch.
+  // gate and up stay in team scratch. After a dispatch of num_tokens.
   void gate_up(const const_tokens_view& x, std::int64_t num_tokens);
   // out[t] = sum_j w[t, j] * (h down^T) for the k assignments of token t.
-  // After gate_up.
+  // After a gate_up of num_tokens (the stages throw std::logic_error when
+  // run out of order or on another batch size).
   void down_combine(const const_weights_view& routing_weights, const tokens_view& out,
                     std::int64_t num_tokens);
 
@@ -91,6 +92,9 @@ class Layer {
 
  private:
   void check_tokens(std::int64_t num_tokens, std::int64_t rows, const char* what) const;
+  // Throws std::logic_error unless `stage` follows a `before` of num_tokens.
+  void check_follows(std::int64_t before_tokens, std::int64_t num_tokens, const char* stage,
+                     const char* before) const;
   template <class View>
   void check_width(const View& v, std::int64_t width, const char* what) const;
   // The expert kernels for one tile shape (Impl::TileSize: small for decode
@@ -115,6 +119,10 @@ class Layer {
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> x_float_;  // router input, 16-bit types only
   DispatchPlan<memory_space> plan_;
   int tile_size_ = -1;  // the Impl::TileSize of the last dispatch; -1 before any
+  // The batch sizes of the last dispatch and of the gate_up after it (-1:
+  // none): a stage given another batch would read a stale plan or h.
+  std::int64_t dispatched_tokens_ = -1;
+  std::int64_t gated_tokens_      = -1;
   Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h_;  // [max_tokens * k or tile-major rows, F]
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y_;        // [max_tokens * k, H]
   // Split-K parts of the gate and up products of small batches: [rows, 2F].

@@ -298,7 +298,8 @@ RootAttributes read_root_attributes(hid_t root, Trace& trace, const Where& w) {
   // Fit the ints before validate_trace sees them; it checks the rest.
   constexpr std::int64_t int_max = std::numeric_limits<int>::max();
   if (a.num_experts < 1 || a.num_experts > int_max)
-    w.fail("attribute 'num_experts' is " + std::to_string(a.num_experts) + ", must be >= 1");
+    w.fail("attribute 'num_experts' is " + std::to_string(a.num_experts) +
+           ", must be >= 1 and fit in an int");
   if (a.top_k < 1 || a.top_k > a.num_experts)
     w.fail("attribute 'top_k' is " + std::to_string(a.top_k) + ", must be in [1, num_experts = " +
            std::to_string(a.num_experts) + "]");

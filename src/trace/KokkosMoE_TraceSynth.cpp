@@ -50,6 +50,12 @@ void check_options(const SynthOptions& o) {
   if (o.distribution == SynthDistribution::zipf &&
       (!std::isfinite(o.zipf_exponent) || o.zipf_exponent < 0))
     bad_option("zipf exponent must be finite and >= 0");
+  // Each token needs top_k distinct experts that can be drawn at all: the
+  // k-th most popular expert's weight, 1 / k^s, must not underflow.
+  if (o.distribution == SynthDistribution::zipf && o.top_k >= 1 &&
+      !(1.0 / std::pow(static_cast<double>(o.top_k), o.zipf_exponent) > 0))
+    bad_option("zipf exponent " + std::to_string(o.zipf_exponent) +
+               " leaves fewer than top_k experts with a nonzero probability");
   if (o.distribution == SynthDistribution::loads) {
     if (o.loads.size() != static_cast<std::size_t>(o.num_experts))
       bad_option("loads needs one entry per expert (" + std::to_string(o.num_experts) + "), got " +
@@ -100,6 +106,8 @@ void draw_row(const std::vector<double>& weights, int k, std::mt19937_64& rng,
       cumulative += weights[e];
       if (target < cumulative) break;
     }
+    if (pick == weights.size())  // check_options rules this out
+      throw std::logic_error("kokkos-moe-trace synth: no expert left to draw");
     taken[pick] = 1;
     ids[j] = static_cast<std::int32_t>(pick);
   }

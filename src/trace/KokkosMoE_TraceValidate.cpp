@@ -14,6 +14,9 @@ namespace {
 // More experts than this is not a model, it is a corrupt header; the bound
 // also keeps the per-row marker array below small.
 constexpr int kMaxExperts = 1 << 20;
+// Model widths are thousands; a width beyond this is a corrupt attribute,
+// which would otherwise surface as a failed allocation of E F H weights.
+constexpr std::int64_t kMaxWidth = 1 << 20;
 
 [[noreturn]] void fail(const std::string& where, const std::string& problem) {
   throw TraceError(where + ": " + problem);
@@ -67,6 +70,9 @@ void validate_trace(const Trace& trace, const std::string& where) {
                     std::to_string(trace.num_experts) + "]");
   if (trace.hidden_size < 0 || trace.ffn_size < 0)
     fail(where, "hidden_size and ffn_size must be >= 0 (0 when unknown)");
+  if (trace.hidden_size > kMaxWidth || trace.ffn_size > kMaxWidth)
+    fail(where, "hidden_size " + std::to_string(trace.hidden_size) + " or ffn_size " +
+                    std::to_string(trace.ffn_size) + " exceeds " + std::to_string(kMaxWidth));
   if (trace.num_tokens < 0) fail(where, "num_tokens is negative");
   if (trace.layers.empty()) fail(where, "no layer");
   for (std::size_t i = 0; i < trace.layers.size(); ++i) {

@@ -44,3 +44,15 @@ status=0
 (cd "$consumer" && ctest --output-on-failure -V) >"$work/ctest.log" 2>&1 || status=$?
 grep -E "^[0-9]+: .*(PASSED|FAILED)|tests passed|tests failed" "$work/ctest.log" | sed 's/^[0-9]*: /[install] /'
 [ "$status" = 0 ] || { cat "$work/ctest.log"; exit 1; }
+
+# The trace component from a C++-only project, and without HDF5 (configure
+# only: what find_package does).
+if [[ " ${components[*]:-} " == *" trace "* ]]; then
+  for hide in OFF ON; do
+    cmake -S "$here/components" -B "$work/components-$hide" -DCMAKE_CXX_COMPILER="$cxx" \
+      -DCMAKE_PREFIX_PATH="$prefix" ${kokkos_root:+-DKokkos_ROOT="$kokkos_root"} \
+      -DKOKKOSMOE_HIDE_HDF5=$hide >"$work/components-$hide.log" 2>&1 ||
+      { cat "$work/components-$hide.log"; exit 1; }
+    grep "components check passed" "$work/components-$hide.log" | sed 's/^-- /[install] /'
+  done
+fi

@@ -48,7 +48,9 @@ class Spec:
 
     def __getitem__(self, name):
         dep = Spec(name)
-        dep.kokkos_cxx = "/opt/kokkos/bin/nvcc_wrapper"
+        # Current spack: kokkos_cxx on the package; hip's hipcc on the spec.
+        dep.package = types.SimpleNamespace(kokkos_cxx="/opt/kokkos/bin/nvcc_wrapper")
+        dep.hipcc = "/opt/hip/bin/hipcc"
         return dep
 
 
@@ -67,7 +69,7 @@ class CMakePackage:
 
 
 class CudaPackage:
-    cuda_arch_values = ("70", "80", "90")
+    cuda_arch_values = ("70", "80", "90", "90a")
 
 
 class ROCmPackage:
@@ -102,7 +104,7 @@ def load_recipe():
 def cmake_options():
     options = set()
     for path in [ROOT / "CMakeLists.txt", *ROOT.glob("src/**/CMakeLists.txt")]:
-        options |= set(re.findall(r"^\s*option\(\s*(KokkosMoE_\w+)", path.read_text(), re.M))
+        options |= set(re.findall(r"^\s*(?:cmake_dependent_)?option\(\s*(KokkosMoE_\w+)", path.read_text(), re.M))
     return options
 
 
@@ -146,8 +148,10 @@ def main():
         args = pkg.cmake_args()
         used |= pkg.used_variants
         set_options |= {m.group(1) for a in args if (m := re.match(r"-D(KokkosMoE_\w+)=", a))}
-        if "+cuda" in text and not any("CMAKE_CXX_COMPILER=" in a for a in args):
+        if "+cuda" in text and "-DCMAKE_CXX_COMPILER=/opt/kokkos/bin/nvcc_wrapper" not in args:
             problems.append("cmake_args: +cuda does not set CMAKE_CXX_COMPILER to kokkos_cxx")
+        if "+rocm" in text and "-DCMAKE_CXX_COMPILER=/opt/hip/bin/hipcc" not in args:
+            problems.append("cmake_args: +rocm does not set CMAKE_CXX_COMPILER to hipcc")
     options = cmake_options()
     problems += [f"cmake_args sets {o}, which no CMakeLists.txt declares with option()"
                  for o in sorted(set_options - options)]
@@ -166,8 +170,10 @@ def main():
         if not any(d.startswith(kokkos) and f"+{backend}" in d for d in deps):
             problems.append(f"+{backend} does not require {kokkos}")
     for arch in CudaPackage.cuda_arch_values:
-        if not any(f"kokkos cuda_arch={arch}" in d and f"+cuda cuda_arch={arch}" in d for d in deps):
-            problems.append(f"cuda_arch={arch} is not propagated to kokkos")
+        kokkos_arch = arch.rstrip("a")  # spack's kokkos has no arch-specific 90a
+        if not any(f"kokkos cuda_arch={kokkos_arch} " in d + " " and f"+cuda cuda_arch={arch}" in d
+                   for d in deps):
+            problems.append(f"cuda_arch={arch} is not propagated to kokkos as {kokkos_arch}")
     for target in ROCmPackage.amdgpu_targets:
         if not any(f"kokkos amdgpu_target={target}" in d for d in deps):
             problems.append(f"amdgpu_target={target} is not propagated to kokkos")

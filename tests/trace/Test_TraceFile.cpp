@@ -288,6 +288,23 @@ TEST(TraceFileMalformed, SequenceIdWrongLength) {
   expect_raw_error(r, {"dataset 'sequence_id' has shape [3], expected [4]"});
 }
 
+TEST(TraceFileMalformed, AbsurdWidths) {
+  // A corrupt width would otherwise surface as a failed allocation of the
+  // replay's E F H weights, naming no attribute.
+  RawTrace r = valid_raw_trace();
+  r.hidden_size = std::int64_t(1) << 61;
+  expect_raw_error(r, {"hidden_size 2305843009213693952", "exceeds 1048576"});
+  r = valid_raw_trace();
+  r.ffn_size = (std::int64_t(1) << 20) + 1;
+  expect_raw_error(r, {"ffn_size 1048577", "exceeds"});
+}
+
+TEST(TraceFileMalformed, NumExpertsBeyondAnInt) {
+  RawTrace r = valid_raw_trace();
+  r.num_experts = std::int64_t(3000000000);
+  expect_raw_error(r, {"attribute 'num_experts' is 3000000000", "fit in an int"});
+}
+
 TEST(TraceFileMalformed, AbsurdDimsDoNotAllocate) {
   // 2^28 x 2 int32 claimed (2 GiB) with no chunk ever written: refused from
   // the storage size before any allocation.

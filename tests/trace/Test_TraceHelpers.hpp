@@ -65,6 +65,7 @@ struct RawTrace {
   std::optional<std::int64_t> num_experts = 8;
   std::optional<std::int64_t> top_k = 2;
   std::optional<std::int64_t> num_layers = 2;
+  std::int64_t hidden_size = 64, ffn_size = 128;
   std::string model = "test-model";
   hid_t int_attr_type = H5T_STD_I64LE;  // file type of integer attributes
   bool fixed_length_strings = false;
@@ -183,8 +184,8 @@ inline void write_raw_trace(const std::string& path, const RawTrace& r) {
   write_string_attr(file, "note", "", r.fixed_length_strings);
   int_attr(file, "num_experts", r.num_experts);
   int_attr(file, "top_k", r.top_k);
-  int_attr(file, "hidden_size", std::int64_t(64));
-  int_attr(file, "ffn_size", std::int64_t(128));
+  int_attr(file, "hidden_size", r.hidden_size);
+  int_attr(file, "ffn_size", r.ffn_size);
   int_attr(file, "num_layers", r.num_layers);
 
   hid_t layers = H5Gcreate2(file, "layers", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);

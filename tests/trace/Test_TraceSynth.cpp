@@ -119,6 +119,11 @@ TEST(TraceSynth, RejectsBadOptions) {
   o = options(4, 2, 10, SynthDistribution::zipf);
   o.zipf_exponent = std::nan("");
   EXPECT_THROW(synth_trace(o), std::invalid_argument);
+  // 1 / 2^2000 underflows: only one expert could ever be drawn, not k = 2.
+  o.zipf_exponent = 2000;
+  EXPECT_THROW(synth_trace(o), std::invalid_argument);
+  o.zipf_exponent = 20;  // steep but every expert drawable
+  EXPECT_NO_THROW(synth_trace(o));
 }
 
 TEST(TraceStats, HandMadeTrace) {

@@ -41,17 +41,20 @@ class KokkosMoe(CMakePackage, CudaPackage, ROCmPackage):
     depends_on("kokkos-kernels+cuda+cublas", when="+cuda")
     depends_on("kokkos-kernels+openmp", when="+openmp")
     for arch in CudaPackage.cuda_arch_values:
-        depends_on(f"kokkos cuda_arch={arch}", when=f"+cuda cuda_arch={arch}")
+        # Spack's kokkos maps no arch-specific "90a": Hopper is its 90.
+        kokkos_arch = arch[:-1] if arch.endswith("a") else arch
+        depends_on(f"kokkos cuda_arch={kokkos_arch}", when=f"+cuda cuda_arch={arch}")
     for target in ROCmPackage.amdgpu_targets:
         depends_on(f"kokkos amdgpu_target={target}", when=f"+rocm amdgpu_target={target}")
     conflicts("+cuda", when="+rocm", msg="one device backend at a time")
     conflicts("cuda_arch=none", when="+cuda", msg="set cuda_arch (e.g. cuda_arch=90)")
     conflicts("amdgpu_target=none", when="+rocm", msg="set amdgpu_target (e.g. gfx90a)")
+    conflicts("+benchmarks", when="~trace", msg="the benchmarks synthesise routing with +trace")
 
     depends_on("hdf5~mpi", when="+trace")
     depends_on("googletest", type=("build", "test"), when="+tests")
     depends_on("benchmark", when="+benchmarks")
-    depends_on("python@3:", type="test", when="+tests")
+    depends_on("python@3.8:", type="test", when="+tests")
 
     def cmake_args(self):
         spec = self.spec
@@ -65,14 +68,23 @@ class KokkosMoe(CMakePackage, CudaPackage, ROCmPackage):
             self.define("Kokkos_ROOT", spec["kokkos"].prefix),
             self.define("KokkosKernels_ROOT", spec["kokkos-kernels"].prefix),
         ]
-        # Hopper's wgmma needs code compiled for sm_90a (cuda_arch=90a) and a
-        # Kokkos whose team scratch may use the whole shared memory
-        # (docs/building.md); otherwise the kernels use mma.sync.
-        args.append(self.define("KokkosMoE_ENABLE_CUDA_WGMMA", spec.satisfies("+cuda cuda_arch=90a")))
-        if spec.satisfies("+cuda") or spec.satisfies("+rocm"):
-            # nvcc_wrapper (CUDA) or hipcc (ROCm), as Kokkos was built with.
-            args.append(self.define("CMAKE_CXX_COMPILER", spec["kokkos"].kokkos_cxx))
+        # Hopper's wgmma needs code compiled for sm_90a and a Kokkos whose team
+        # scratch may use the whole shared memory (docs/building.md); spack's
+        # kokkos compiles Hopper for sm_90, so the kernels use mma.sync.
+        args.append(self.define("KokkosMoE_ENABLE_CUDA_WGMMA", False))
+        if spec.satisfies("+cuda"):
+            args.append(self.define("CMAKE_CXX_COMPILER", self._kokkos_cxx()))
+        elif spec.satisfies("+rocm"):
+            args.append(self.define("CMAKE_CXX_COMPILER", spec["hip"].hipcc))
         return args
+
+    def _kokkos_cxx(self):
+        """The compiler Kokkos was built with (nvcc_wrapper for CUDA): a
+        property of the kokkos package in current spack, an attribute that
+        its setup_dependent_package set on the spec before."""
+        kokkos = self.spec["kokkos"]
+        cxx = getattr(kokkos.package, "kokkos_cxx", None)
+        return cxx if cxx else kokkos.kokkos_cxx
 
     @run_after("install")
     @on_package_attributes(run_tests=True)

@@ -1,0 +1,2 @@
+# A FindHDF5 that finds nothing: a machine without HDF5.
+set(HDF5_FOUND FALSE)
