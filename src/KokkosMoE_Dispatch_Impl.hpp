@@ -34,6 +34,9 @@ struct DispatchKernels {
   // kernel instead of five: at decode sizes each kernel is a few
   // microseconds of a forward of about a hundred).
   static constexpr int one_team_assignments = 1024;
+  // and up to this many experts, whose counters (4 bytes each) must fit in
+  // team scratch on every backend (Kokkos 3.4 caps it at 40 KiB on CUDA).
+  static constexpr int one_team_experts = 4096;
 
   // Zeroes the counters in a kernel: a deep_copy of a value into a scalar
   // view is a copy from the host stack, which a recorded graph would replay
@@ -111,7 +114,7 @@ struct DispatchKernels {
   }
 
   void run(const ExecutionSpace& exec) const {
-    if (assignments <= one_team_assignments) {
+    if (assignments <= one_team_assignments && experts <= one_team_experts) {
       // A power-of-two team, up to 256 threads: Kokkos 3.4's team scan on
       // CUDA needs one (it asserted with the team size AUTO chose, H200).
       // Found once, not in every forward.

@@ -81,5 +81,8 @@ TEST(DISPATCH_SUITE, PlanIsConsistent) {
   // build the plan in one team, these with five kernels).
   expect_valid_plan(16, 2, 3000, first_experts(16), false);
   expect_valid_plan(256, 8, 700, first_experts(200), true);
+  // More experts than one team's scratch holds counters for: five kernels
+  // even for a few assignments.
+  expect_valid_plan(20000, 4, 5, first_experts(20000), false);
 }
 }  // namespace
