@@ -69,7 +69,8 @@ const char* const kUsageTail =
     "  --seed N               seed of the hidden states and weights (default 1)\n"
     "  --check                compare a sample of tokens with the float64 reference\n"
     "  --json FILE            also write the report as JSON\n"
-    "Kokkos options (--kokkos-num-threads=N, ...) are passed to Kokkos.\n";
+    "Kokkos options (--kokkos-threads=N with Kokkos 3, --kokkos-num-threads=N with\n"
+    "Kokkos 4, ...) are passed to Kokkos.\n";
 
 struct Options {
   std::string trace;
@@ -87,10 +88,11 @@ Options parse(int argc, char** argv) {
   while (!args.done()) {
     const std::string a = args.next();
     if (a == "--help" || a == "-h") throw HelpRequested();
-    if (a == "--layers") {
+    if (a == "--layers") {  // the last one given counts, as for every option
       const std::string v = args.value(a);
+      o.layers.clear();
       if (v != "all")
-        for (std::int64_t l : parse_int_list(v, a, 0)) o.layers.push_back(int(l));
+        o.layers = parse_comma_list(v, [&](const std::string& l) { return parse_small_int(l, a, 0); });
     } else if (a == "--tokens") o.batch = parse_int(args.value(a), a, 1);
     else if (a == "--max-tokens") o.max_tokens = parse_int(args.value(a), a, 1);
     else if (a == "--model") o.model = args.value(a);
@@ -112,6 +114,10 @@ Options parse(int argc, char** argv) {
     throw UsageError("--dtype: '" + o.dtype + "' is not one of bf16, fp16, fp32");
   if (!o.model.empty() && !find_preset(o.model))
     throw UsageError("--model: unknown preset '" + o.model + "' (" + preset_names() + ")");
+  // Found now, not after the replays: appending creates the file and
+  // leaves an existing one as it is until the report replaces it.
+  if (!o.json.empty() && !std::ofstream(o.json, std::ios::app))
+    throw UsageError("--json: cannot write " + o.json);
   return o;
 }
 
@@ -147,8 +153,20 @@ Shape resolve_shape(const Options& o, const Trace& trace) {
            (bytes(s.reduce) > 64.0 * (1 << 20) || flops(s.reduce) > 4e6))
       s.reduce *= 2;
   }
-  s.hidden = std::max<std::int64_t>(1, s.hidden / s.reduce);
-  s.ffn    = std::max<std::int64_t>(1, s.ffn / s.reduce);
+  if (s.reduce > s.hidden || s.reduce > s.ffn)
+    throw UsageError("--reduce " + std::to_string(s.reduce) + " exceeds H = " +
+                     std::to_string(s.hidden) + " or F = " + std::to_string(s.ffn));
+  s.hidden /= s.reduce;
+  s.ffn /= s.reduce;
+  // Refused here with the option's name, not by the first allocation.
+  Config c;
+  c.num_experts = s.experts, c.top_k = s.top_k, c.hidden_size = s.hidden, c.ffn_size = s.ffn;
+  c.max_tokens = 1;
+  try {
+    c.validate();
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("the model shape (--hidden, --ffn or the trace): ") + e.what());
+  }
   return s;
 }
 

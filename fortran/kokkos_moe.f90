@@ -78,6 +78,10 @@ module kokkos_moe
       import :: c_ptr
       type(c_ptr) :: message
     end function
+    subroutine kmoe_set_last_error(message) bind(c, name="kmoe_set_last_error")
+      import :: c_char
+      character(kind=c_char), intent(in) :: message(*)
+    end subroutine
     function c_strlen(s) bind(c, name="strlen") result(n)
       import :: c_ptr, c_size_t
       type(c_ptr), value :: s
@@ -87,8 +91,11 @@ module kokkos_moe
 
   ! A layer with fp32 storage and the arrays laid out as above. Every
   ! procedure returns a kmoe_status; kmoe_error_message() explains a failure.
+  ! The arrays' shapes are checked against the layer's sizes before any call
+  ! into C, which sees only their addresses.
   type, public :: kmoe_layer_t
     type(c_ptr) :: handle = c_null_ptr
+    type(kmoe_config) :: config
   contains
     procedure :: create => layer_create
     procedure :: forward => layer_forward
@@ -113,6 +120,55 @@ contains
     end do
   end function
 
+  ! status = KMOE_ERROR_INVALID_ARGUMENT with message, for an argument the
+  ! C side cannot check.
+  integer(c_int) function refuse(message) result(status)
+    character(len=*), intent(in) :: message
+    call kmoe_set_last_error(message // c_null_char)
+    status = KMOE_ERROR_INVALID_ARGUMENT
+  end function
+
+  ! Whether array `a`'s shape is `want`; a message naming it when not.
+  logical function shape_is(a_shape, want, name, message)
+    integer, intent(in) :: a_shape(:)
+    integer(c_int64_t), intent(in) :: want(:)
+    character(len=*), intent(in) :: name
+    character(len=:), allocatable, intent(inout) :: message
+    character(len=160) :: line
+    shape_is = all(int(a_shape, c_int64_t) == want)
+    if (.not. shape_is) then
+      write(line, '(a, " has shape (", *(i0, :, ", "))') name, a_shape
+      message = trim(line) // "), expected (" // join(want) // ")"
+    end if
+  end function
+
+  function join(values) result(text)
+    integer(c_int64_t), intent(in) :: values(:)
+    character(len=:), allocatable :: text
+    character(len=24) :: item
+    integer :: i
+    text = ""
+    do i = 1, size(values)
+      write(item, '(i0)') values(i)
+      text = text // trim(item)
+      if (i < size(values)) text = text // ", "
+    end do
+  end function
+
+  ! Token arrays hold `rows` values per token and at least num_tokens tokens.
+  logical function tokens_fit(a_shape, rows, num_tokens, name, message)
+    integer, intent(in) :: a_shape(2)
+    integer(c_int64_t), intent(in) :: rows
+    integer, intent(in) :: num_tokens
+    character(len=*), intent(in) :: name
+    character(len=:), allocatable, intent(inout) :: message
+    tokens_fit = shape_is([a_shape(1)], [rows], name // "'s first extent", message)
+    if (tokens_fit .and. a_shape(2) < num_tokens) then
+      tokens_fit = .false.
+      message = name // " holds fewer than num_tokens tokens (its second extent)"
+    end if
+  end function
+
   integer(c_int) function layer_create(self, config, router, gate, up, down, bias) result(status)
     class(kmoe_layer_t), intent(inout) :: self
     type(kmoe_config), intent(in) :: config
@@ -120,14 +176,39 @@ contains
       down(:, :, :)
     real(c_float), intent(in), target, contiguous, optional :: bias(:)
     type(c_ptr) :: bias_ptr
-    bias_ptr = c_null_ptr
-    if (present(bias)) bias_ptr = c_loc(bias)
+    character(len=:), allocatable :: message
+    integer(c_int64_t) :: E, H, F
+    logical :: ok
+    if (c_associated(self%handle)) then
+      call kmoe_set_last_error("kmoe_layer_t%create: the layer exists; destroy it first" // &
+                               c_null_char)
+      status = KMOE_ERROR_STATE
+      return
+    end if
     if (config%dtype /= KMOE_FP32) then
-      status = KMOE_ERROR_INVALID_ARGUMENT  ! 16-bit storage: call kmoe_layer_create
+      status = refuse("kmoe_layer_t%create: fp32 storage only; 16-bit: call kmoe_layer_create")
+      return
+    end if
+    E = config%num_experts
+    H = config%hidden_size
+    F = config%ffn_size
+    message = ""
+    ok = shape_is(shape(router), [H, E], "router", message)
+    ok = shape_is(shape(gate), [H, F, E], "gate", message) .and. ok
+    ok = shape_is(shape(up), [H, F, E], "up", message) .and. ok
+    ok = shape_is(shape(down), [F, H, E], "down", message) .and. ok
+    bias_ptr = c_null_ptr
+    if (present(bias)) then
+      bias_ptr = c_loc(bias)
+      ok = shape_is(shape(bias), [E], "bias", message) .and. ok
+    end if
+    if (.not. ok) then
+      status = refuse("kmoe_layer_t%create: " // message)
       return
     end if
     status = kmoe_layer_create(config, c_loc(router), bias_ptr, c_loc(gate), c_loc(up), &
                                c_loc(down), self%handle)
+    if (status == KMOE_SUCCESS) self%config = config
   end function
 
   integer(c_int) function layer_forward(self, x, out, num_tokens) result(status)
@@ -135,6 +216,15 @@ contains
     real(c_float), intent(in), target, contiguous :: x(:, :)
     real(c_float), intent(inout), target, contiguous :: out(:, :)
     integer, intent(in) :: num_tokens
+    character(len=:), allocatable :: message
+    message = ""
+    if (c_associated(self%handle)) then
+      if (.not. (tokens_fit(shape(x), self%config%hidden_size, num_tokens, "x", message) .and. &
+                 tokens_fit(shape(out), self%config%hidden_size, num_tokens, "out", message))) then
+        status = refuse("kmoe_layer_t%forward: " // message)
+        return
+      end if
+    end if
     status = kmoe_forward(self%handle, c_loc(x), c_loc(out), int(num_tokens, c_int64_t))
   end function
 
@@ -145,6 +235,20 @@ contains
     integer(c_int32_t), intent(in), target, contiguous :: ids(:, :)
     real(c_float), intent(inout), target, contiguous :: out(:, :)
     integer, intent(in) :: num_tokens
+    character(len=:), allocatable :: message
+    integer(c_int64_t) :: H, k
+    message = ""
+    if (c_associated(self%handle)) then
+      H = self%config%hidden_size
+      k = self%config%top_k
+      if (.not. (tokens_fit(shape(x), H, num_tokens, "x", message) .and. &
+                 tokens_fit(shape(out), H, num_tokens, "out", message) .and. &
+                 tokens_fit(shape(ids), k, num_tokens, "ids", message) .and. &
+                 tokens_fit(shape(weights), k, num_tokens, "weights", message))) then
+        status = refuse("kmoe_layer_t%forward_routed: " // message)
+        return
+      end if
+    end if
     status = kmoe_forward_routed(self%handle, c_loc(x), c_loc(ids), c_loc(weights), c_loc(out), &
                                  int(num_tokens, c_int64_t))
   end function

@@ -43,6 +43,7 @@ void check_extents(const View& v, std::initializer_list<std::int64_t> want, cons
                                   std::to_string(r) + ", expected " + std::to_string(n));
     ++r;
   }
+  check_span(v, std::string("KokkosMoE::Layer: weights.") + name);
 }
 }  // namespace Impl
 

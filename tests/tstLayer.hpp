@@ -301,6 +301,27 @@ TEST(LAYER_SUITE, CheckRoutingNamesTheFirstBadToken) {
   }
 }
 
+// Weights whose memory does not hold all their values (Kokkos' 32-bit
+// extents: a 3-D view of a multiple of 2^32 values spans 0) are refused.
+TEST(LAYER_SUITE, WeightsSpanningFewerValuesThanTheyHoldAreRefused) {
+  struct Fake {
+    std::size_t span_, size_;
+    std::size_t span() const { return span_; }
+    std::size_t size() const { return size_; }
+  };
+  EXPECT_THROW(Impl::check_span(Fake{0, std::size_t(1) << 32}, "w"), std::invalid_argument);
+  EXPECT_NO_THROW(Impl::check_span(Fake{10, 10}, "w"));
+  // The Kokkos this was built with: patched (cmake/patches), such a view
+  // spans all its values; otherwise the check refuses it.
+  Kokkos::View<short***, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> v(
+      nullptr, 64, 8192, 8192);
+  EXPECT_EQ(v.size(), std::size_t(1) << 32);
+  if (v.span() == v.size())
+    EXPECT_NO_THROW(Impl::check_span(v, "w"));
+  else
+    EXPECT_THROW(Impl::check_span(v, "w"), std::invalid_argument);
+}
+
 TEST(LAYER_SUITE, BadShapesAreRejected) {
   Problem<Space, float> p(8, 2, 32, 40, 10);
   Layer<Space, float> layer(p.config, p.weights);

@@ -20,6 +20,16 @@ class TraceError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// What a valid trace stays within (validate_trace, read_trace and
+// synth_trace): beyond, a number is a corrupt attribute or a typo, which
+// would otherwise surface as a failed allocation far from its cause.
+struct TraceLimits {
+  static constexpr int max_experts = 1 << 20;
+  static constexpr std::int64_t max_width = 1 << 20;  // hidden_size, ffn_size
+  static constexpr std::int64_t max_layer_values = std::int64_t(1) << 30;  // tokens * top_k
+  static constexpr std::int64_t max_layers = 1 << 16;
+};
+
 // One MoE layer of a trace: row-major [num_tokens, top_k] arrays.
 struct TraceLayer {
   int index = 0;  // the model's layer number (the group name under /layers)

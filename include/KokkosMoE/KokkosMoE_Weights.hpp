@@ -6,7 +6,24 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <stdexcept>
+#include <string>
+
 namespace KokkosMoE {
+namespace Impl {
+// Throws unless v's memory holds all its values: Kokkos (3.4 at least)
+// keeps the extents of a view past the second in 32 bits, and a 3-D view
+// whose extents multiply to a multiple of 2^32 then allocates nothing.
+template <class View>
+void check_span(const View& v, const std::string& what) {
+  if (v.span() < v.size())
+    throw std::invalid_argument(
+        what + ": a view of " + std::to_string(v.size()) + " values spans only " +
+        std::to_string(v.span()) +
+        " (Kokkos' 32-bit extents: a 3-D view of a multiple of 2^32 values; "
+        "cmake/patches/kokkos-3.4-view-extents-64bit.patch fixes Kokkos 3.4)");
+}
+}  // namespace Impl
 
 template <class Scalar, class MemorySpace>
 struct Weights {
@@ -24,12 +41,14 @@ struct Weights {
   tensor<Scalar> down;                    // [E, H, F]
 
   static Weights allocate(const Config& c) {
+    c.validate();  // sizes that wrap around would allocate garbage
     Weights w;
     w.router = matrix<float>("KokkosMoE::router", c.num_experts, c.hidden_size);
     w.bias   = Kokkos::View<float*, MemorySpace>("KokkosMoE::bias", c.num_experts);
     w.gate   = tensor<Scalar>("KokkosMoE::gate", c.num_experts, c.ffn_size, c.hidden_size);
     w.up     = tensor<Scalar>("KokkosMoE::up", c.num_experts, c.ffn_size, c.hidden_size);
     w.down   = tensor<Scalar>("KokkosMoE::down", c.num_experts, c.hidden_size, c.ffn_size);
+    for (const auto* t : {&w.gate, &w.up, &w.down}) Impl::check_span(*t, "KokkosMoE::Weights");
     return w;
   }
 };

@@ -66,7 +66,9 @@ void kmoe_config_init(kmoe_config* config);
 
 /* Initializes Kokkos unless the application already did (then nothing is
  * done, and kmoe_finalize will leave Kokkos alone). argv may be NULL when
- * argc is 0; Kokkos' own options (--kokkos-num-threads=N, ...) are honoured. */
+ * argc is 0; Kokkos' own options (--kokkos-threads=N with Kokkos 3,
+ * --kokkos-num-threads=N with Kokkos 4, ...) are honoured. Not thread-safe:
+ * call it and kmoe_finalize from one thread. */
 kmoe_status kmoe_initialize(int argc, char** argv);
 /* Finalizes Kokkos if kmoe_initialize initialized it. All layers must have
  * been destroyed (KMOE_ERROR_STATE otherwise, and nothing is finalized). */
@@ -78,7 +80,8 @@ kmoe_status kmoe_finalize(void);
 kmoe_status kmoe_layer_create(const kmoe_config* config, const float* router, const float* bias,
                               const void* gate, const void* up, const void* down,
                               kmoe_layer** layer);
-/* NULL is ignored. */
+/* NULL is ignored. After the application has finalized Kokkos itself the
+ * layer's memory is gone with Kokkos: only the handle is released. */
 void kmoe_layer_destroy(kmoe_layer* layer);
 
 /* out[T, H] = the layer applied to x[T, H] with its own router (not for
@@ -95,6 +98,9 @@ kmoe_status kmoe_forward_routed(kmoe_layer* layer, const void* x, const int32_t*
 const char* kmoe_last_error(void);
 /* A constant name for a status ("KMOE_SUCCESS", ...). */
 const char* kmoe_status_string(kmoe_status status);
+/* Sets this thread's last error message: for language bindings that check
+ * their arguments before calling in (the Fortran module). */
+void kmoe_set_last_error(const char* message);
 
 #ifdef __cplusplus
 }

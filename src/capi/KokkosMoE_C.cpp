@@ -78,9 +78,12 @@ class LayerImpl final : public kmoe_layer {
 
   void forward(const void* x, const std::int32_t* ids, const float* weights, void* out,
                std::int64_t T) override {
-    require(x != nullptr && out != nullptr, "kmoe_forward: x and out must not be NULL");
+    const std::string who = ids ? "kmoe_forward_routed: " : "kmoe_forward: ";
+    require(x != nullptr && out != nullptr, (who + "x and out must not be NULL").c_str());
     require(T >= 0 && T <= layer_.config().max_tokens,
-            "kmoe_forward: num_tokens must be in [0, max_tokens]");
+            (who + "num_tokens = " + std::to_string(T) + " is outside [0, max_tokens = " +
+             std::to_string(layer_.config().max_tokens) + "]")
+                .c_str());
     if (T == 0) return;
     upload(rows(x_, T), x);
     if (ids != nullptr) {
@@ -140,6 +143,12 @@ KokkosMoE::Config to_config(const kmoe_config& in) {
   return c;
 }
 
+// A message on one line: Kokkos appends a blank line and a traceback note.
+std::string first_paragraph(const char* what) {
+  std::string s(what);
+  return s.substr(0, s.find("\n\n"));
+}
+
 // Runs f, turning every exception into a status and a thread-local message.
 template <class F>
 kmoe_status guarded(F&& f) noexcept {
@@ -157,7 +166,10 @@ kmoe_status guarded(F&& f) noexcept {
     last_error = std::string("out of memory: ") + e.what();
     return KMOE_ERROR_OUT_OF_MEMORY;
   } catch (const std::exception& e) {
-    last_error = e.what();
+    last_error = first_paragraph(e.what());
+    // Kokkos 3 reports a failed allocation as a runtime_error.
+    if (last_error.find("failed to allocate") != std::string::npos)
+      return KMOE_ERROR_OUT_OF_MEMORY;
     return KMOE_ERROR_INTERNAL;
   } catch (...) {
     last_error = "unknown exception";
@@ -189,6 +201,8 @@ void kmoe_config_init(kmoe_config* config) {
 }
 
 kmoe_status kmoe_initialize(int argc, char** argv) {
+  if (argc < 0 || (argc > 0 && argv == nullptr))
+    return fail(KMOE_ERROR_INVALID_ARGUMENT, "kmoe_initialize: argv is NULL with argc > 0");
   return guarded([&] {
     if (Kokkos::is_initialized()) return;
     Kokkos::initialize(argc, argv);
@@ -200,8 +214,8 @@ kmoe_status kmoe_finalize(void) {
   if (live_layers.load() != 0)
     return fail(KMOE_ERROR_STATE, "kmoe_finalize: destroy every layer first");
   return guarded([] {
-    if (!initialized_here) return;
-    Kokkos::finalize();
+    // The application may have finalized Kokkos itself meanwhile.
+    if (initialized_here && Kokkos::is_initialized()) Kokkos::finalize();
     initialized_here = false;
   });
 }
@@ -236,12 +250,16 @@ kmoe_status kmoe_layer_create(const kmoe_config* config, const float* router, co
 
 void kmoe_layer_destroy(kmoe_layer* layer) {
   if (layer == nullptr) return;
-  delete layer;
+  // Its views would free memory that Kokkos' finalize already released
+  // (Kokkos aborts then): release the handle only.
+  if (Kokkos::is_initialized()) delete layer;
   --live_layers;
 }
 
 kmoe_status kmoe_forward(kmoe_layer* layer, const void* x, void* out, int64_t num_tokens) {
   if (layer == nullptr) return fail(KMOE_ERROR_INVALID_ARGUMENT, "kmoe_forward: layer is NULL");
+  if (!Kokkos::is_initialized())
+    return fail(KMOE_ERROR_NOT_INITIALIZED, "kmoe_forward: Kokkos has been finalized");
   return guarded([&] { layer->forward(x, nullptr, nullptr, out, num_tokens); });
 }
 
@@ -250,10 +268,14 @@ kmoe_status kmoe_forward_routed(kmoe_layer* layer, const void* x, const int32_t*
   if (layer == nullptr || ids == nullptr || weights == nullptr)
     return fail(KMOE_ERROR_INVALID_ARGUMENT,
                 "kmoe_forward_routed: layer, ids and weights must not be NULL");
+  if (!Kokkos::is_initialized())
+    return fail(KMOE_ERROR_NOT_INITIALIZED, "kmoe_forward_routed: Kokkos has been finalized");
   return guarded([&] { layer->forward(x, ids, weights, out, num_tokens); });
 }
 
 const char* kmoe_last_error(void) { return last_error.c_str(); }
+
+void kmoe_set_last_error(const char* message) { last_error = message ? message : ""; }
 
 const char* kmoe_status_string(kmoe_status status) {
   switch (status) {

@@ -25,7 +25,7 @@ constexpr std::int64_t kFormatVersion = 1;
 
 // Refuse to allocate more than this many elements for one dataset (4 GiB of
 // int32): a corrupt file must not make us ask for terabytes.
-constexpr std::uint64_t kMaxElements = std::uint64_t(1) << 30;
+constexpr std::uint64_t kMaxElements = TraceLimits::max_layer_values;
 // gzip cannot compress better than about 1032:1, so a dataset whose nominal
 // size exceeds its stored bytes by more than this claims data it cannot hold.
 constexpr std::uint64_t kMaxCompressionRatio = 1100;

@@ -47,15 +47,31 @@ void check_options(const SynthOptions& o) {
   if (o.num_tokens < 0) bad_option("num_tokens must be >= 0");
   if (o.num_layers < 1) bad_option("num_layers must be >= 1");
   if (o.hidden_size < 0 || o.ffn_size < 0) bad_option("hidden_size and ffn_size must be >= 0");
+  // What a valid trace stays within, checked before anything is allocated.
+  using L = TraceLimits;
+  if (o.num_experts > L::max_experts)
+    bad_option("num_experts must be <= " + std::to_string(L::max_experts));
+  if (o.hidden_size > L::max_width || o.ffn_size > L::max_width)
+    bad_option("hidden_size and ffn_size must be <= " + std::to_string(L::max_width));
+  if (o.num_tokens > L::max_layer_values / o.top_k)
+    bad_option("num_tokens * top_k must be <= " + std::to_string(L::max_layer_values));
+  if (o.num_layers > L::max_layers)
+    bad_option("num_layers must be <= " + std::to_string(L::max_layers));
+  if (o.num_layers * o.num_tokens * o.top_k > L::max_layer_values * 2)  // 16 GiB of ids, weights
+    bad_option("num_layers * num_tokens * top_k must be <= " +
+               std::to_string(L::max_layer_values * 2));
   if (o.distribution == SynthDistribution::zipf &&
       (!std::isfinite(o.zipf_exponent) || o.zipf_exponent < 0))
     bad_option("zipf exponent must be finite and >= 0");
   // Each token needs top_k distinct experts that can be drawn at all: the
   // k-th most popular expert's weight, 1 / k^s, must not underflow.
   if (o.distribution == SynthDistribution::zipf && o.top_k >= 1 &&
-      !(1.0 / std::pow(static_cast<double>(o.top_k), o.zipf_exponent) > 0))
-    bad_option("zipf exponent " + std::to_string(o.zipf_exponent) +
-               " leaves fewer than top_k experts with a nonzero probability");
+      !(1.0 / std::pow(static_cast<double>(o.top_k), o.zipf_exponent) > 0)) {
+    std::ostringstream s;
+    s << "zipf exponent " << o.zipf_exponent
+      << " leaves fewer than top_k experts with a nonzero probability";
+    bad_option(s.str());
+  }
   if (o.distribution == SynthDistribution::loads) {
     if (o.loads.size() != static_cast<std::size_t>(o.num_experts))
       bad_option("loads needs one entry per expert (" + std::to_string(o.num_experts) + "), got " +

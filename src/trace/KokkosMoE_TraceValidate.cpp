@@ -11,12 +11,9 @@
 namespace KokkosMoE {
 namespace {
 
-// More experts than this is not a model, it is a corrupt header; the bound
-// also keeps the per-row marker array below small.
-constexpr int kMaxExperts = 1 << 20;
-// Model widths are thousands; a width beyond this is a corrupt attribute,
-// which would otherwise surface as a failed allocation of E F H weights.
-constexpr std::int64_t kMaxWidth = 1 << 20;
+// The expert bound also keeps the per-row marker array below small.
+constexpr int kMaxExperts = TraceLimits::max_experts;
+constexpr std::int64_t kMaxWidth = TraceLimits::max_width;
 
 [[noreturn]] void fail(const std::string& where, const std::string& problem) {
   throw TraceError(where + ": " + problem);
@@ -75,6 +72,9 @@ void validate_trace(const Trace& trace, const std::string& where) {
                     std::to_string(trace.ffn_size) + " exceeds " + std::to_string(kMaxWidth));
   if (trace.num_tokens < 0) fail(where, "num_tokens is negative");
   if (trace.layers.empty()) fail(where, "no layer");
+  if (std::int64_t(trace.layers.size()) > TraceLimits::max_layers)
+    fail(where, std::to_string(trace.layers.size()) + " layers, more than " +
+                    std::to_string(TraceLimits::max_layers));
   for (std::size_t i = 0; i < trace.layers.size(); ++i) {
     const int index = trace.layers[i].index;
     if (index < 0) fail_layer(where, index, "negative layer index");
