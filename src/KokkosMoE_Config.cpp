@@ -51,7 +51,8 @@ void Config::validate() const {
     require(topk_group >= 1 && topk_group <= n_group, "topk_group must be in [1, n_group]");
     require(top_k <= topk_group * (num_experts / n_group),
             "top_k exceeds the experts in topk_group groups");
-    require(std::isfinite(routed_scaling), "routed_scaling must be finite");
+    require(std::isfinite(routed_scaling) && routed_scaling > 0,
+            "routed_scaling must be finite and positive");
   }
 }
 

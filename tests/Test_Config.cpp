@@ -83,5 +83,9 @@ TEST(Config, GroupRoutingInconsistenciesAreNamed) {
   expect_error(c, "topk_group");
   c = valid(), c.routing = RoutingMode::sigmoid_group_topk, c.routed_scaling = NAN;
   expect_error(c, "routed_scaling");
+  c.routed_scaling = 0;  // every output zero: a typo, not a model
+  expect_error(c, "routed_scaling");
+  c.routed_scaling = -2.5f;
+  expect_error(c, "routed_scaling");
 }
 }  // namespace
