@@ -230,7 +230,7 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
     // replayed: one launch instead of one per kernel. Its output is the one
     // --check compares.
     layer.forward(x, ids, rw, out, n);
-    const WorkGraph<Space> graph(exec, [&] { layer.forward(x, ids, rw, out, n); });
+    const WorkGraph<Space> graph(exec, [&, n] { layer.forward(x, ids, rw, out, n); });
     for (int i = 0; i < warmup + repeat; ++i) {
       StageTimes st;
       st.dispatch     = seconds([&] { layer.dispatch(ids, n); });

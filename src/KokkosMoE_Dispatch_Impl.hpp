@@ -113,17 +113,19 @@ struct DispatchKernels {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, experts), [&](int e) { (*this)(Tiles{}, e); });
   }
 
-  void run(const ExecutionSpace& exec) const {
+  // The one-team plan's team on exec: a power of two, up to 256 threads
+  // (Kokkos 3.4's team scan on CUDA needs one; it asserted with the team
+  // size AUTO chose, H200).
+  int one_team_threads(const ExecutionSpace& exec) const {
+    const int most = one_team_policy(exec, 1, 1).team_size_max(*this, Kokkos::ParallelForTag());
+    int t          = 1;
+    while (t * 2 <= most && t * 2 <= 256) t *= 2;
+    return t;
+  }
+
+  // threads: one_team_threads(exec), found once by the caller.
+  void run(const ExecutionSpace& exec, int threads) const {
     if (assignments <= one_team_assignments && experts <= one_team_experts) {
-      // A power-of-two team, up to 256 threads: Kokkos 3.4's team scan on
-      // CUDA needs one (it asserted with the team size AUTO chose, H200).
-      // Found once, not in every forward.
-      static const int threads = [&] {
-        const int most = one_team_policy(exec, 1, 1).team_size_max(*this, Kokkos::ParallelForTag());
-        int t          = 1;
-        while (t * 2 <= most && t * 2 <= 256) t *= 2;
-        return t;
-      }();
       Kokkos::parallel_for("KokkosMoE::dispatch::one_team",
                            one_team_policy(exec, 1, threads)
                                .set_scratch_size(0, Kokkos::PerTeam(sizeof(int) * experts)),

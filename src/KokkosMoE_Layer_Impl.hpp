@@ -44,6 +44,10 @@ void check_extents(const View& v, std::initializer_list<std::int64_t> want, cons
     ++r;
   }
   check_span(v, std::string("KokkosMoE::Layer: weights.") + name);
+  // The kernels address an expert's rows from data() (and by tensor maps).
+  if (v.span() != v.size() || !v.span_is_contiguous())
+    throw std::invalid_argument(std::string("KokkosMoE::Layer: weights.") + name +
+                                " must be contiguous (no padding, no strided subview)");
 }
 }  // namespace Impl
 
@@ -87,6 +91,10 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
   gate_up_parts_ = decltype(gate_up_parts_)("KokkosMoE::gate_up_parts", Impl::split_k_rows, 2 * F);
   if (bulk) gathered_rows_ = decltype(gathered_rows_)("KokkosMoE::gathered_rows", tile_major_rows, H);
   copy_maps_ = Impl::copy_maps<ExecutionSpace, Scalar>(weights_, h_, gathered_rows_);
+  // For this instance (an OpenMP partition may hold fewer threads than
+  // another instance of the same space), once: not in every forward.
+  one_team_threads_ =
+      Impl::DispatchKernels<ExecutionSpace>{plan_, {}, int(E), int(k), 0}.one_team_threads(exec_);
   if (bulk && copy_maps_.size() == 0) {  // 16-byte copies: sorted rows, nothing gathered
     gathered_rows_ = decltype(gathered_rows_)();
     h_             = decltype(h_)("KokkosMoE::activations", T * k, F);
@@ -130,6 +138,33 @@ void Layer<ExecutionSpace, Scalar>::check_width(const View& v, std::int64_t widt
     throw std::invalid_argument(std::string("KokkosMoE::Layer: ") + what + " has " +
                                 std::to_string(v.extent(1)) + " columns, expected " +
                                 std::to_string(width));
+}
+
+template <class ExecutionSpace, class Scalar>
+void Layer<ExecutionSpace, Scalar>::check_rows_contiguous(const const_tokens_view& x) const {
+  // The expert kernels find a token's row at data() + token * H.
+  if (x.extent(0) > 1 && std::int64_t(x.stride(0)) != config_.hidden_size)
+    throw std::invalid_argument("KokkosMoE::Layer: x's rows are " + std::to_string(x.stride(0)) +
+                                " values apart, not hidden_size = " +
+                                std::to_string(config_.hidden_size) +
+                                " (a padded view or a column subview): copy it first");
+}
+
+template <class ExecutionSpace, class Scalar>
+void Layer<ExecutionSpace, Scalar>::check_routed_arguments(const const_tokens_view& x,
+                                                           const const_ids_view& ids,
+                                                           const const_weights_view& routing_weights,
+                                                           const tokens_view& out,
+                                                           std::int64_t num_tokens) const {
+  check_tokens(num_tokens, std::int64_t(x.extent(0)), "x");
+  check_width(x, config_.hidden_size, "x");
+  check_rows_contiguous(x);
+  check_tokens(num_tokens, std::int64_t(ids.extent(0)), "ids");
+  check_width(ids, config_.top_k, "ids");
+  check_tokens(num_tokens, std::int64_t(routing_weights.extent(0)), "routing weights");
+  check_width(routing_weights, config_.top_k, "routing weights");
+  check_tokens(num_tokens, std::int64_t(out.extent(0)), "out");
+  check_width(out, config_.hidden_size, "out");
 }
 
 template <class ExecutionSpace, class Scalar>
@@ -196,7 +231,7 @@ void Layer<ExecutionSpace, Scalar>::dispatch(const const_ids_view& ids, std::int
   plan_.tile_rows           = Impl::tile_rows<ExecutionSpace, Scalar>(size);
   Impl::DispatchKernels<ExecutionSpace>{plan_, ids, config_.num_experts, config_.top_k,
                                         int(assignments)}
-      .run(exec_);
+      .run(exec_, one_team_threads_);
 }
 
 template <class ExecutionSpace, class Scalar>
@@ -204,6 +239,7 @@ void Layer<ExecutionSpace, Scalar>::gate_up(const const_tokens_view& x, std::int
   Impl::StageRegion region("KokkosMoE::gate_up");
   check_tokens(num_tokens, std::int64_t(x.extent(0)), "x");
   check_width(x, config_.hidden_size, "x");
+  check_rows_contiguous(x);
   check_follows(dispatched_tokens_, num_tokens, "gate_up", "dispatch");
   gated_tokens_ = num_tokens;
   if (num_tokens * config_.top_k == 0) return;
@@ -337,6 +373,11 @@ void Layer<ExecutionSpace, Scalar>::combine(const const_weights_view& routing_we
 template <class ExecutionSpace, class Scalar>
 void Layer<ExecutionSpace, Scalar>::forward(const const_tokens_view& x, const tokens_view& out,
                                             std::int64_t num_tokens) {
+  // Every argument before the first kernel: a refused forward changes nothing.
+  if (config_.routing == RoutingMode::external)
+    throw std::logic_error("KokkosMoE::Layer::forward: the layer was configured for external "
+                           "routing; pass ids and routing weights");
+  check_routed_arguments(x, ids_, routing_weights_, out, num_tokens);
   route(x, num_tokens);
   forward(x, ids_, routing_weights_, out, num_tokens);
 }
@@ -345,6 +386,7 @@ template <class ExecutionSpace, class Scalar>
 void Layer<ExecutionSpace, Scalar>::forward(const const_tokens_view& x, const const_ids_view& ids,
                                             const const_weights_view& routing_weights,
                                             const tokens_view& out, std::int64_t num_tokens) {
+  check_routed_arguments(x, ids, routing_weights, out, num_tokens);
   dispatch(ids, num_tokens);
   gate_up(x, num_tokens);
   down_combine(routing_weights, out, num_tokens);

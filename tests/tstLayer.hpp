@@ -339,5 +339,65 @@ TEST(LAYER_SUITE, BadShapesAreRejected) {
   Config bad = p.config;
   bad.top_k  = 9;
   EXPECT_THROW((Layer<Space, float>(bad, p.weights)), std::invalid_argument);
+
+  // Rows that do not follow one another: a column subview of a wider view
+  // (LayoutRight in type, rows 48 apart) and padded weights.
+  typename Layer<Space, float>::tokens_view wider("wider", 10, 48);
+  const typename Layer<Space, float>::const_tokens_view columns =
+      Kokkos::subview(wider, Kokkos::ALL(), std::make_pair(0, 32));
+  EXPECT_THROW(layer.forward(columns, p.ids, p.routing_weights, p.out, 10), std::invalid_argument);
+  layer.dispatch(p.ids, 10);
+  EXPECT_THROW(layer.gate_up(columns, 10), std::invalid_argument);
+  w      = p.weights;
+  w.gate = decltype(w.gate)(Kokkos::view_alloc("padded", Kokkos::AllowPadding), 8, 40, 32);
+  if (w.gate.span() != w.gate.size())  // where Kokkos pads at all
+    EXPECT_THROW((Layer<Space, float>(p.config, w)), std::invalid_argument);
+}
+
+// A refused forward runs nothing: every argument is checked first.
+TEST(LAYER_SUITE, RefusedForwardLeavesTheLayerAsItWas) {
+  Problem<Space, float> p(8, 2, 32, 40, 10, RoutingMode::softmax_topk);
+  Layer<Space, float> layer(p.config, p.weights);
+  layer.forward(p.x, p.out, 10);
+  Kokkos::fence();
+  auto ids_before = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), layer.routing_ids());
+  Problem<Space, float> other(8, 2, 32, 40, 10, RoutingMode::softmax_topk, 99);  // other x
+  typename Layer<Space, float>::tokens_view narrow_out("narrow_out", 10, 31);
+  EXPECT_THROW(layer.forward(other.x, narrow_out, 10), std::invalid_argument);
+  auto ids_after = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), layer.routing_ids());
+  for (int t = 0; t < 10; ++t)
+    for (int j = 0; j < 2; ++j) EXPECT_EQ(ids_after(t, j), ids_before(t, j)) << t << " " << j;
+
+  Problem<Space, float> q(8, 2, 32, 40, 10);
+  auto r = random_routing(10, 2, first_experts(8), 3);
+  r.ids[0] = 8;  // out of range: counted by a dispatch that runs
+  q.set_routing(r);
+  Layer<Space, float> routed(q.config, q.weights);
+  EXPECT_THROW(routed.forward(q.x, q.ids, q.routing_weights, narrow_out, 10), std::invalid_argument);
+  EXPECT_EQ(routed.invalid_ids(), 0);
+}
+
+// Layers and recorded graphs own what they hold: movable, not copyable, on
+// every backend; a moved-from graph says so instead of crashing.
+TEST(LAYER_SUITE, LayersAndGraphsMoveButDoNotCopy) {
+  static_assert(!std::is_copy_constructible<Layer<Space, float>>::value, "");
+  static_assert(!std::is_copy_assignable<Layer<Space, float>>::value, "");
+  static_assert(std::is_move_constructible<Layer<Space, float>>::value, "");
+  static_assert(!std::is_copy_constructible<WorkGraph<Space>>::value, "");
+  static_assert(std::is_move_constructible<WorkGraph<Space>>::value, "");
+  Problem<Space, float> p(8, 2, 32, 40, 4);
+  p.set_routing(random_routing(4, 2, first_experts(8), 5));
+  const Space exec = WorkGraph<Space>::capture_instance();
+  Layer<Space, float> first(p.config, p.weights, exec);
+  first.forward(p.x, p.ids, p.routing_weights, p.out, 4);
+  Layer<Space, float> layer(std::move(first));
+  WorkGraph<Space> graph(exec, [&] { layer.forward(p.x, p.ids, p.routing_weights, p.out, 4); });
+  WorkGraph<Space> moved(std::move(graph));
+  Kokkos::deep_copy(p.out, 0.0f);
+  Kokkos::fence();
+  moved.launch();
+  Kokkos::fence();
+  EXPECT_LT(p.error(4), reference_tolerance<float>());
+  EXPECT_THROW(graph.launch(), std::logic_error);
 }
 }  // namespace

@@ -37,6 +37,12 @@ class Layer {
   // Validates the configuration and the weights' extents (std::invalid_argument).
   Layer(const Config& config, const weights_type& weights,
         const execution_space& exec = execution_space());
+  // A layer owns its buffers (plan, h, outputs: a copy would share them but
+  // not the state that says what they hold): movable, not copyable.
+  Layer(const Layer&)            = delete;
+  Layer& operator=(const Layer&) = delete;
+  Layer(Layer&&)                 = default;
+  Layer& operator=(Layer&&)      = default;
 
   const Config& config() const { return config_; }
   const weights_type& weights() const { return weights_; }
@@ -92,6 +98,12 @@ class Layer {
 
  private:
   void check_tokens(std::int64_t num_tokens, std::int64_t rows, const char* what) const;
+  // x's rows one after another (the expert kernels address them from data()).
+  void check_rows_contiguous(const const_tokens_view& x) const;
+  // Every argument of a forward with given routing, before its first kernel.
+  void check_routed_arguments(const const_tokens_view& x, const const_ids_view& ids,
+                              const const_weights_view& routing_weights, const tokens_view& out,
+                              std::int64_t num_tokens) const;
   // Throws std::logic_error unless `stage` follows a `before` of num_tokens.
   void check_follows(std::int64_t before_tokens, std::int64_t num_tokens, const char* stage,
                      const char* before) const;
@@ -123,6 +135,7 @@ class Layer {
   // none): a stage given another batch would read a stale plan or h.
   std::int64_t dispatched_tokens_ = -1;
   std::int64_t gated_tokens_      = -1;
+  int one_team_threads_           = 1;  // the one-team dispatch's team on exec_
   Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h_;  // [max_tokens * k or tile-major rows, F]
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y_;        // [max_tokens * k, H]
   // Split-K parts of the gate and up products of small batches: [rows, 2F].

@@ -6,11 +6,15 @@
 //
 //   auto exec = KokkosMoE::WorkGraph<Space>::capture_instance();
 //   KokkosMoE::Layer<Space, Scalar> layer(config, weights, exec);
-//   layer.forward(x, ids, w, out, n);               // once first: sizes buffers
-//   KokkosMoE::WorkGraph<Space> graph(exec, [&] { layer.forward(x, ids, w, out, n); });
-//   graph.launch();                                  // asynchronous on exec
+//   layer.forward(x, ids, w, out, n);        // once first: kernel attributes, tensor maps
+//   KokkosMoE::WorkGraph<Space> graph(exec, [&, n] { layer.forward(x, ids, w, out, n); });
+//   graph.launch();                           // asynchronous on exec
 //
-// A recorded forward keeps its views and its number of tokens.
+// A recorded forward keeps its views (it reads their current contents at
+// each launch) and its number of tokens. On CUDA the graph holds the
+// kernels as recorded; elsewhere launch() runs the work again, reading what
+// the lambda captured by reference anew: capture the token count by value,
+// as above, to get the same forward on every backend.
 #ifndef KOKKOSMOE_WORKGRAPH_HPP
 #define KOKKOSMOE_WORKGRAPH_HPP
 
@@ -31,8 +35,15 @@ class WorkGraph {
 
   template <class Enqueue>
   WorkGraph(const ExecutionSpace&, Enqueue&& enqueue) : enqueue_(std::forward<Enqueue>(enqueue)) {}
+  // Movable, not copyable, as on CUDA: code that builds here builds there.
+  WorkGraph(const WorkGraph&)            = delete;
+  WorkGraph& operator=(const WorkGraph&) = delete;
+  WorkGraph(WorkGraph&& o) noexcept : enqueue_(std::exchange(o.enqueue_, nullptr)) {}
 
-  void launch() const { enqueue_(); }
+  void launch() const {
+    if (!enqueue_) throw std::logic_error("KokkosMoE::WorkGraph::launch: moved from");
+    enqueue_();
+  }
 
  private:
   std::function<void()> enqueue_;
@@ -91,7 +102,10 @@ class WorkGraph<Kokkos::Cuda> {
     if (exec_) cudaGraphExecDestroy(exec_);
   }
 
-  void launch() const { Impl::cuda_check(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch"); }
+  void launch() const {
+    if (!exec_) throw std::logic_error("KokkosMoE::WorkGraph::launch: moved from");
+    Impl::cuda_check(cudaGraphLaunch(exec_, stream_), "cudaGraphLaunch");
+  }
 
  private:
   cudaStream_t stream_    = nullptr;
