@@ -80,8 +80,10 @@ kmoe_status kmoe_finalize(void);
 kmoe_status kmoe_layer_create(const kmoe_config* config, const float* router, const float* bias,
                               const void* gate, const void* up, const void* down,
                               kmoe_layer** layer);
-/* NULL is ignored. After the application has finalized Kokkos itself the
- * layer's memory is gone with Kokkos: only the handle is released. */
+/* NULL is ignored; the handle is invalid afterwards (set it to NULL: a
+ * second destroy of the same handle is undefined, as for free). After the
+ * application has finalized Kokkos itself the layer's memory is gone with
+ * Kokkos: only the handle is released. */
 void kmoe_layer_destroy(kmoe_layer* layer);
 
 /* out[T, H] = the layer applied to x[T, H] with its own router (not for
