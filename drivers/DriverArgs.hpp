@@ -79,11 +79,6 @@ inline std::vector<double> parse_list(const std::string& text, const std::string
   return parse_comma_list(text, [&](const std::string& v) { return parse_double(v, option); });
 }
 
-inline std::vector<std::int64_t> parse_int_list(const std::string& text, const std::string& option,
-                                               std::int64_t min) {
-  return parse_comma_list(text, [&](const std::string& v) { return parse_int(v, option, min); });
-}
-
 // Walks argv: "--name value" or "--name=value" options and positionals.
 class Args {
  public:

@@ -11,9 +11,9 @@
 
 namespace KokkosMoE {
 namespace Impl {
-// Throws unless v's memory holds all its values: Kokkos (3.4 at least)
-// keeps the extents of a view past the second in 32 bits, and a 3-D view
-// whose extents multiply to a multiple of 2^32 then allocates nothing.
+// Throws unless v's memory holds all its values: Kokkos 3.4 (unpatched)
+// multiplies the extents of a view of rank 3 or more in 32 bits for its
+// size, and a 3-D view of a multiple of 2^32 values then allocates nothing.
 template <class View>
 void check_span(const View& v, const std::string& what) {
   if (v.span() < v.size())
