@@ -373,10 +373,8 @@ void Layer<ExecutionSpace, Scalar>::combine(const const_weights_view& routing_we
 template <class ExecutionSpace, class Scalar>
 void Layer<ExecutionSpace, Scalar>::forward(const const_tokens_view& x, const tokens_view& out,
                                             std::int64_t num_tokens) {
-  // Every argument before the first kernel: a refused forward changes nothing.
-  if (config_.routing == RoutingMode::external)
-    throw std::logic_error("KokkosMoE::Layer::forward: the layer was configured for external "
-                           "routing; pass ids and routing weights");
+  // Every argument before the first kernel: a refused forward changes nothing
+  // (route refuses an external layer before its kernels).
   check_routed_arguments(x, ids_, routing_weights_, out, num_tokens);
   route(x, num_tokens);
   forward(x, ids_, routing_weights_, out, num_tokens);

@@ -24,7 +24,7 @@ class TraceError : public std::runtime_error {
 // synth_trace): beyond, a number is a corrupt attribute or a typo, which
 // would otherwise surface as a failed allocation far from its cause.
 struct TraceLimits {
-  static constexpr int max_experts = 1 << 20;
+  static constexpr int max_experts = 1 << 20;  // also keeps validation's per-row marks small
   static constexpr std::int64_t max_width = 1 << 20;  // hidden_size, ffn_size
   static constexpr std::int64_t max_layer_values = std::int64_t(1) << 30;  // tokens * top_k
   static constexpr std::int64_t max_layers = 1 << 16;

@@ -11,10 +11,6 @@
 namespace KokkosMoE {
 namespace {
 
-// The expert bound also keeps the per-row marker array below small.
-constexpr int kMaxExperts = TraceLimits::max_experts;
-constexpr std::int64_t kMaxWidth = TraceLimits::max_width;
-
 [[noreturn]] void fail(const std::string& where, const std::string& problem) {
   throw TraceError(where + ": " + problem);
 }
@@ -59,17 +55,18 @@ void validate_layer(const Trace& trace, const TraceLayer& layer, const std::stri
 }  // namespace
 
 void validate_trace(const Trace& trace, const std::string& where) {
-  if (trace.num_experts < 1 || trace.num_experts > kMaxExperts)
+  if (trace.num_experts < 1 || trace.num_experts > TraceLimits::max_experts)
     fail(where, "num_experts is " + std::to_string(trace.num_experts) + ", must be in [1, " +
-                    std::to_string(kMaxExperts) + "]");
+                    std::to_string(TraceLimits::max_experts) + "]");
   if (trace.top_k < 1 || trace.top_k > trace.num_experts)
     fail(where, "top_k is " + std::to_string(trace.top_k) + ", must be in [1, num_experts = " +
                     std::to_string(trace.num_experts) + "]");
   if (trace.hidden_size < 0 || trace.ffn_size < 0)
     fail(where, "hidden_size and ffn_size must be >= 0 (0 when unknown)");
-  if (trace.hidden_size > kMaxWidth || trace.ffn_size > kMaxWidth)
+  if (trace.hidden_size > TraceLimits::max_width || trace.ffn_size > TraceLimits::max_width)
     fail(where, "hidden_size " + std::to_string(trace.hidden_size) + " or ffn_size " +
-                    std::to_string(trace.ffn_size) + " exceeds " + std::to_string(kMaxWidth));
+                    std::to_string(trace.ffn_size) + " exceeds " +
+                    std::to_string(TraceLimits::max_width));
   if (trace.num_tokens < 0) fail(where, "num_tokens is negative");
   if (trace.layers.empty()) fail(where, "no layer");
   if (std::int64_t(trace.layers.size()) > TraceLimits::max_layers)
