@@ -3,7 +3,10 @@
 // backends the shapes are divided (H/16, F/16) to keep runs short.
 #include <KokkosMoE/KokkosMoE_Layer.hpp>
 #include <KokkosMoE/KokkosMoE_TraceSynth.hpp>
+#include <KokkosMoE/KokkosMoE_BuildConfig.hpp>
+#ifdef KOKKOSMOE_ENABLE_KOKKOSKERNELS
 #include <KokkosMoE/KokkosMoE_Unfused.hpp>
+#endif
 #include <KokkosMoE/KokkosMoE_WorkGraph.hpp>
 
 #include "ModelPresets.hpp"
@@ -38,7 +41,9 @@ struct Bench {
   Space exec = WorkGraph<Space>::capture_instance();
   std::unique_ptr<layer_type> layer;
   std::unique_ptr<WorkGraph<Space>> graph;
+#ifdef KOKKOSMOE_ENABLE_KOKKOSKERNELS
   std::unique_ptr<UnfusedExperts<Space, Scalar>> unfused;  // the KokkosBlas baseline
+#endif
 
   Bench(const Preset& p, std::int64_t tokens, double zipf) {
     shape = Shape{p.experts, p.top_k, on_host ? p.hidden / 16 : p.hidden, on_host ? p.ffn / 16 : p.ffn,
@@ -79,7 +84,9 @@ struct Bench {
     layer->forward(x, ids, rw, out, tokens);  // plan for the per-stage runs
     graph = std::make_unique<WorkGraph<Space>>(
         exec, [this, tokens] { layer->forward(x, ids, rw, out, tokens); });
+#ifdef KOKKOSMOE_ENABLE_KOKKOSKERNELS
     unfused = std::make_unique<UnfusedExperts<Space, Scalar>>(config, w);
+#endif
   }
 };
 
@@ -126,8 +133,10 @@ void register_all() {
       reg("forward", total_stage,
           [tokens](Bench<bfloat16>& b) { b.layer->forward(b.x, b.ids, b.rw, b.out, tokens); });
       reg("graph_forward", graph_stage, [](Bench<bfloat16>& b) { b.graph->launch(); });
+#ifdef KOKKOSMOE_ENABLE_KOKKOSKERNELS
       reg("unfused_forward", total_stage,
           [tokens](Bench<bfloat16>& b) { b.unfused->forward(b.x, b.ids, b.rw, b.out, tokens); });
+#endif
     }
   }
 }

@@ -53,7 +53,7 @@ struct DispatchKernels {
   KOKKOS_INLINE_FUNCTION void count(int a, int* counters) const {
     const int e = ids(a / k, a % k);
     if (e < 0 || e >= experts) {
-      Kokkos::atomic_increment(&plan.invalid_ids());
+      Kokkos::atomic_add(&plan.invalid_ids(), 1);  // (atomic_increment: gone in Kokkos 5)
       plan.position(a) = -1;
       return;
     }

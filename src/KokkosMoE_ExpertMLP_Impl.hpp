@@ -8,6 +8,7 @@
 
 #include "KokkosMoE_Divide.hpp"
 #include "KokkosMoE_Fragment.hpp"
+#include "KokkosMoE_TeamScratch.hpp"
 #include "KokkosMoE_ValueRun.hpp"
 #include <KokkosMoE/KokkosMoE_Math.hpp>
 
@@ -422,14 +423,17 @@ struct ExpertTileKernel {
   // bytes, where Kokkos 3.4 would copy it to constant memory behind a host
   // synchronisation (slower to launch, and not capturable in a CUDA graph).
   // One team per work item, or the fragment's resident teams (at most one
-  // per item).
-  auto make_policy(const ExecutionSpace& exec, std::int64_t tiles, std::size_t scratch) const {
+  // per item). A tile shape whose scratch the backend cannot give is an
+  // error that names the sizes (require_team_scratch), not a Kokkos abort.
+  auto make_policy(const ExecutionSpace& exec, std::int64_t tiles, std::size_t scratch,
+                   const char* kernel) const {
     const std::int64_t items    = tiles * column_blocks * splits;
     const std::int64_t resident = frag::resident_teams();
     const std::int64_t teams    = resident > 0 && resident < items ? resident : items;
+    auto p = policy(exec, int(teams), frag::team_size());
+    require_team_scratch(p, scratch + run_scratch_bytes(), kernel);
     return Kokkos::Experimental::require(
-        policy(exec, int(teams), frag::team_size())
-            .set_scratch_size(0, Kokkos::PerTeam(scratch + run_scratch_bytes())),
+        p.set_scratch_size(0, Kokkos::PerTeam(scratch + run_scratch_bytes())),
         Kokkos::Experimental::WorkItemProperty::HintLightWeight);
   }
 };

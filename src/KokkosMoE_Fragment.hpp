@@ -6,6 +6,8 @@
 #ifndef KOKKOSMOE_FRAGMENT_HPP
 #define KOKKOSMOE_FRAGMENT_HPP
 
+#include <KokkosMoE/KokkosMoE_BuildConfig.hpp>
+
 #include "KokkosMoE_Cuda_Fragment.hpp"
 #include "KokkosMoE_Host_Fragment.hpp"
 
@@ -60,10 +62,11 @@ struct DownFragment : Fragment<ExecutionSpace, Scalar, Size> {};
 // teams (against 32 x 32 tiles: 1.1-1.25x faster at one token, up to 1.07x
 // at 8 to 32). With our Kokkos 3.4 patch (or any Kokkos that opts in to the
 // whole shared memory per block) K steps are 64 deep and the pipelines 3 or
-// 4 stages (96, 72 and 72 KiB for gate/up); otherwise they fit the 40 KiB
+// 4 stages (96, 72 and 72 KiB for gate/up: KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH,
+// detected by CMake); otherwise they fit the 40 KiB
 // cap (2 or 3 stages, K = 32 for large and medium, 32 x 32 small tiles).
 //
-// Built for sm_90a (KOKKOSMOE_ENABLE_CUDA_WGMMA, set by our CMake), large and
+// Built for sm_90a (KOKKOSMOE_ENABLE_CUDA_WGMMA, a CMake option), large and
 // medium are warpgroup shapes multiplied by wgmma, 4 stages: large 128 x 128
 // (gate and up: one 128 x 256 multiply per K step; 8 warps, 1 team per
 // multiprocessor, 192 KiB), medium 64 x 64 (64 x 128; 4 warps, 2 teams, 96
@@ -83,13 +86,13 @@ struct DownFragment : Fragment<ExecutionSpace, Scalar, Size> {};
 // stages and 1 team 1.4-1.6x slower.
 template <class Scalar>
 struct CudaFragmentOf {
-#if defined(KOKKOS_IMPL_CUDA_SHMEM_OPTIN) && defined(KOKKOSMOE_ENABLE_CUDA_WGMMA)
+#if defined(KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH) && defined(KOKKOSMOE_ENABLE_CUDA_WGMMA)
   using large       = CudaWarpSpecialized<CudaTensorCoreFragment<Scalar, 128, 128, 64, 8, 1, 4, 1>>;
   using large_down  = CudaWarpSpecialized<CudaTensorCoreFragment<Scalar, 128, 256, 64, 8, 1, 4, 1>>;
   using medium      = CudaTensorCoreFragment<Scalar, 64, 64, 64, 4, 1, 4, 2>;
   using medium_down = CudaTensorCoreFragment<Scalar, 64, 128, 64, 4, 1, 4, 2>;
   using small       = CudaTensorCoreFragment<Scalar, 16, 64, 64, 1, 4, 4, 3>;
-#elif defined(KOKKOS_IMPL_CUDA_SHMEM_OPTIN)
+#elif defined(KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH)
   using large  = CudaTensorCoreFragment<Scalar, 128, 64, 64, 2, 2, 3, 2>;
   using medium = CudaTensorCoreFragment<Scalar, 64, 64, 64, 2, 2, 3, 3>;
   using small  = CudaTensorCoreFragment<Scalar, 16, 64, 64, 1, 4, 4, 3>;
@@ -98,7 +101,7 @@ struct CudaFragmentOf {
   using medium = CudaTensorCoreFragment<Scalar, 64, 64, 32, 2, 2, 2, 3>;
   using small  = CudaTensorCoreFragment<Scalar, 32, 32, 64, 2, 2, 3, 4>;
 #endif
-#if !defined(KOKKOS_IMPL_CUDA_SHMEM_OPTIN) || !defined(KOKKOSMOE_ENABLE_CUDA_WGMMA)
+#if !defined(KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH) || !defined(KOKKOSMOE_ENABLE_CUDA_WGMMA)
   using large_down  = large;
   using medium_down = medium;
 #endif

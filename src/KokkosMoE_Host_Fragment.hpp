@@ -25,12 +25,15 @@ struct PortableFragment {
   using operand_type     = float;
   using accumulator_type = tile;  // in scratch: each thread owns fixed elements
 
-  // Rows of tokens, columns of outputs and depth per scratch tile. 32^3 keeps
-  // the fused gate/up kernel's tiles (two stages of three operands and two
-  // accumulators, ~33 KiB) under Kokkos 3.4's 40 KiB level-0 cap on CUDA.
+  // Rows of tokens, columns of outputs and depth per scratch tile. The fused
+  // gate/up kernel's team holds two stages of three operand tiles and two
+  // accumulators: 32^3 (~33 KiB) fits a GPU's 40 KiB level-0 cap; host
+  // backends (32 KiB since Kokkos 5.1) take tiles 16 deep (~21 KiB).
+  static constexpr bool on_host =
+      Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecutionSpace::memory_space>::accessible;
   static constexpr int tile_m = TileM;
   static constexpr int tile_n = 32;
-  static constexpr int tile_k = 32;
+  static constexpr int tile_k = on_host ? 16 : 32;
 
   // Operand tiles of R rows hold their elements k-major, [tile_k][R] (see
   // element): the multiplication then runs over contiguous rows of outputs,
@@ -86,12 +89,7 @@ struct PortableFragment {
   // work item (no resident teams walking a list of them).
   static constexpr int producer_threads = 0;
   static int resident_teams() { return 0; }
-  static int team_size() {
-    return Kokkos::SpaceAccessibility<Kokkos::HostSpace,
-                                      typename ExecutionSpace::memory_space>::accessible
-               ? 1
-               : 128;
-  }
+  static int team_size() { return on_host ? 1 : 128; }
 
   template <class Member>
   KOKKOS_INLINE_FUNCTION static void zero(const Member& member, const tile& acc) {

@@ -9,7 +9,12 @@
 #include "KokkosMoE_ExpertMLP_Impl.hpp"
 #include "KokkosMoE_Routing_Impl.hpp"
 
+#include "KokkosMoE_RouterLogits.hpp"
+
+#include <KokkosMoE/KokkosMoE_BuildConfig.hpp>
+#ifdef KOKKOSMOE_ENABLE_KOKKOSKERNELS
 #include <KokkosBlas3_gemm.hpp>
+#endif
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
@@ -43,9 +48,12 @@ void check_extents(const View& v, std::initializer_list<std::int64_t> want, cons
                                   std::to_string(r) + ", expected " + std::to_string(n));
     ++r;
   }
+  if (v.data() == nullptr && value_count(v) > 0)
+    throw std::invalid_argument(std::string("KokkosMoE::Layer: weights.") + name +
+                                " has no memory (a view without data)");
   check_span(v, std::string("KokkosMoE::Layer: weights.") + name);
   // The kernels address an expert's rows from data() (and by tensor maps).
-  if (v.span() != v.size() || !v.span_is_contiguous())
+  if (v.span() != value_count(v) || !v.span_is_contiguous())
     throw std::invalid_argument(std::string("KokkosMoE::Layer: weights.") + name +
                                 " must be contiguous (no padding, no strided subview)");
 }
@@ -178,7 +186,8 @@ void Layer<ExecutionSpace, Scalar>::route(const const_tokens_view& x, std::int64
   const auto rows = Kokkos::make_pair(std::int64_t(0), num_tokens);
   const auto H    = config_.hidden_size;
 
-  // Router logits [T, E] = x [T, H] router^T, by Kokkos Kernels' GEMM.
+  // Router logits [T, E] = x [T, H] router^T, by Kokkos Kernels' GEMM where
+  // the build has it, else by our own kernel.
   Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> xf;
   if constexpr (std::is_same<Scalar, float>::value) {
     xf = Kokkos::subview(x, rows, Kokkos::ALL());
@@ -190,7 +199,9 @@ void Layer<ExecutionSpace, Scalar>::route(const const_tokens_view& x, std::int64
     xf = Kokkos::subview(x_float_, rows, Kokkos::ALL());
   }
   auto logits = Kokkos::subview(logits_, rows, Kokkos::ALL());
-#if defined(KOKKOSKERNELS_VERSION) && KOKKOSKERNELS_VERSION >= 40100
+#if !defined(KOKKOSMOE_ENABLE_KOKKOSKERNELS)
+  Impl::RouterLogitsKernel<ExecutionSpace>{xf, weights_.router, logits}.run(exec_);
+#elif defined(KOKKOSKERNELS_VERSION) && KOKKOSKERNELS_VERSION >= 40100
   KokkosBlas::gemm(exec_, "N", "T", 1.0f, xf, weights_.router, 0.0f, logits);
 #else
   // Before 4.1 KokkosBlas runs on the space's default instance: order it
@@ -286,7 +297,8 @@ void Layer<ExecutionSpace, Scalar>::gate_up_tiles(const const_tokens_view& x,
                          gather{plan_, x, gathered_rows_, int(config_.top_k),
                                 int(config_.num_experts), kernel::BM, aligned});
   }
-  Kokkos::parallel_for("KokkosMoE::gate_up", f.make_policy(exec_, tiles, kernel::scratch_bytes()), f);
+  Kokkos::parallel_for("KokkosMoE::gate_up",
+                       f.make_policy(exec_, tiles, kernel::scratch_bytes(), "KokkosMoE::gate_up"), f);
   if (f.splits > 1)
     Kokkos::parallel_for(
         "KokkosMoE::activation",
@@ -342,7 +354,8 @@ void Layer<ExecutionSpace, Scalar>::down_combine_tiles(const const_weights_view&
   // still fills the device (partial sums go to spare rows of y).
   f.split_k(tiles, int(config_.ffn_size), assignments, std::int64_t(y_.extent(0)),
             kernel::frag::split_k_teams());
-  Kokkos::parallel_for("KokkosMoE::down", f.make_policy(exec_, tiles, kernel::scratch_bytes()), f);
+  Kokkos::parallel_for("KokkosMoE::down",
+                       f.make_policy(exec_, tiles, kernel::scratch_bytes(), "KokkosMoE::down"), f);
   // Four columns per item, except for split-K batches (decode: a few
   // tokens, many K parts to sum), whose one column per item keeps 4x the
   // threads loading (Mixtral-8x7B, one token: 1.7 % slower with four).

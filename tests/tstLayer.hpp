@@ -1,7 +1,10 @@
 // The whole layer (forward) against the float64 reference.
 #include "TestUtils.hpp"
 
+#include <KokkosMoE/KokkosMoE_BuildConfig.hpp>
+#ifdef KOKKOSMOE_ENABLE_KOKKOSKERNELS
 #include <KokkosMoE/KokkosMoE_Unfused.hpp>
+#endif
 #include <KokkosMoE/KokkosMoE_WorkGraph.hpp>
 
 #define KMOE_CAT_(a, b) a##b
@@ -94,7 +97,9 @@ TYPED_TEST(LAYER_SUITE, BuffersAreReusedAcrossBatchSizes) {
   }
 }
 
-// The unfused KokkosBlas baseline computes the same layer.
+// The unfused KokkosBlas baseline computes the same layer. (Built only with
+// Kokkos Kernels: without it there is no such baseline to test.)
+#ifdef KOKKOSMOE_ENABLE_KOKKOSKERNELS
 TYPED_TEST(LAYER_SUITE, UnfusedBaselineMatchesReference) {
   using Scalar = TypeParam;
   for (const Case& c : {cases[0], cases[2], cases[3], cases[4], cases[8]}) {
@@ -105,6 +110,7 @@ TYPED_TEST(LAYER_SUITE, UnfusedBaselineMatchesReference) {
     EXPECT_LT(p.error(c.T), reference_tolerance<Scalar>());
   }
 }
+#endif
 
 // Outermost regions only: the stages' own kernels may open nested ones.
 std::vector<std::string>& pushed_regions() {
@@ -155,8 +161,11 @@ TEST(LAYER_SUITE, ForwardEnqueuesKernelsAndNeverFences) {
   tools::set_begin_parallel_for_callback(kernel);
   tools::set_begin_parallel_reduce_callback(kernel);
   tools::set_begin_parallel_scan_callback(kernel);
-  tools::set_begin_fence_callback(
-      [](const char*, std::uint32_t, std::uint64_t*) { ++launch_count().fences; });
+  // Since Kokkos 3.5 a tool callback makes Kokkos itself fence around each
+  // kernel ("Kokkos Profile Tool Fence..."): those are the tool's, not ours.
+  tools::set_begin_fence_callback([](const char* name, std::uint32_t, std::uint64_t*) {
+    if (std::string(name).rfind("Kokkos Profile Tool Fence", 0) != 0) ++launch_count().fences;
+  });
   layer.forward(p.x, p.ids, p.routing_weights, p.out, 33);
   tools::set_begin_parallel_for_callback(nullptr);
   tools::set_begin_parallel_reduce_callback(nullptr);
@@ -304,19 +313,16 @@ TEST(LAYER_SUITE, CheckRoutingNamesTheFirstBadToken) {
 // Weights whose memory does not hold all their values (Kokkos' 32-bit
 // extents: a 3-D view of a multiple of 2^32 values spans 0) are refused.
 TEST(LAYER_SUITE, WeightsSpanningFewerValuesThanTheyHoldAreRefused) {
-  struct Fake {
-    std::size_t span_, size_;
-    std::size_t span() const { return span_; }
-    std::size_t size() const { return size_; }
-  };
-  EXPECT_THROW(Impl::check_span(Fake{0, std::size_t(1) << 32}, "w"), std::invalid_argument);
-  EXPECT_NO_THROW(Impl::check_span(Fake{10, 10}, "w"));
+  EXPECT_THROW(Impl::check_span_holds(0, std::size_t(1) << 32, "w"), std::invalid_argument);
+  EXPECT_NO_THROW(Impl::check_span_holds(10, 10, "w"));
   // The Kokkos this was built with: patched (cmake/patches), such a view
   // spans all its values; otherwise the check refuses it.
+  // (On memory of its own: since Kokkos 5 a view without data has size 0.)
+  std::vector<short> one(1);
   Kokkos::View<short***, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> v(
-      nullptr, 64, 8192, 8192);
-  EXPECT_EQ(v.size(), std::size_t(1) << 32);
-  if (v.span() == v.size())
+      one.data(), 64, 8192, 8192);
+  EXPECT_EQ(Impl::value_count(v), std::size_t(1) << 32);
+  if (v.span() == Impl::value_count(v))
     EXPECT_NO_THROW(Impl::check_span(v, "w"));
   else
     EXPECT_THROW(Impl::check_span(v, "w"), std::invalid_argument);

@@ -1,6 +1,7 @@
 // The route stage (router GEMM + top-k) against the float64 reference.
 #include "TestUtils.hpp"
 
+#include "KokkosMoE_RouterLogits.hpp"
 #include "KokkosMoE_Routing_Impl.hpp"
 
 #include <cfloat>
@@ -169,6 +170,38 @@ TEST(ROUTING_SUITE, SigmoidWeightsOfVeryNegativeLogits) {
   const double r = 1 / (1 + std::exp(-1.0));
   const std::vector<double> expected = {r, 1 - r, 0.5, 0.5, 1, 0};
   for (std::size_t i = 0; i < w.size(); ++i) EXPECT_NEAR(w[i], expected[i], 1e-6) << i;
+}
+
+// Our router kernel (the route stage's GEMM in builds without Kokkos
+// Kernels) against float64: token counts around its blocks of 8 tokens, H
+// around its 256-wide scratch chunks, E from 1 up.
+TEST(ROUTING_SUITE, RouterLogitsKernelMatchesFloat64) {
+  using Kernel = Impl::RouterLogitsKernel<Space>;
+  for (int T : {0, 1, 7, 8, 9, 33}) {
+    for (int H : {1, 40, 256, 300, 600}) {
+      for (int E : {1, 3, 64}) {
+        SCOPED_TRACE("T=" + std::to_string(T) + " H=" + std::to_string(H) + " E=" + std::to_string(E));
+        Kokkos::View<float**, Kokkos::LayoutRight, Space::memory_space> x("x", T, H),
+            router("router", E, H), logits("logits", T, E);
+        fill_uniform(x, -1.0, 1.0, 7 + T);
+        fill_uniform(router, -1.0, 1.0, 11 + H);
+        fill_uniform(logits, -1.0, 1.0, 13);  // stale values must be overwritten
+        Kernel{x, router, logits}.run(Space());
+        Kokkos::fence();
+        const auto xh = to_double(x), rh = to_double(router), lh = to_double(logits);
+        for (int t = 0; t < T; ++t)
+          for (int e = 0; e < E; ++e) {
+            double ref = 0, mag = 0;
+            for (int h = 0; h < H; ++h) {
+              ref += xh[t * H + h] * rh[e * H + h];
+              mag += std::abs(xh[t * H + h] * rh[e * H + h]);
+            }
+            // A float sum of H products: within about H ulp of their magnitudes' sum.
+            ASSERT_NEAR(lh[t * E + e], ref, 1.2e-7 * H * (mag + 1)) << "t=" << t << " e=" << e;
+          }
+      }
+    }
+  }
 }
 
 TEST(ROUTING_SUITE, ZeroTokensAndBadConfigs) {

@@ -7,6 +7,10 @@
 #ifndef KOKKOSMOE_UNFUSED_HPP
 #define KOKKOSMOE_UNFUSED_HPP
 
+#include <KokkosMoE/KokkosMoE_BuildConfig.hpp>
+#ifndef KOKKOSMOE_ENABLE_KOKKOSKERNELS
+#error "KokkosMoE_Unfused.hpp needs Kokkos Kernels: this KokkosMoE was built without it (KokkosMoE_ENABLE_KOKKOSKERNELS)"
+#endif
 #include <KokkosMoE/KokkosMoE_Config.hpp>
 #include <KokkosMoE/KokkosMoE_Math.hpp>
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>

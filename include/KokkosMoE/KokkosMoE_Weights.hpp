@@ -6,22 +6,37 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
 
 namespace KokkosMoE {
 namespace Impl {
-// Throws unless v's memory holds all its values: Kokkos 3.4 (unpatched)
-// multiplies the extents of a view of rank 3 or more in 32 bits for its
-// size, and a 3-D view of a multiple of 2^32 values then allocates nothing.
+// The number of values a view holds: the product of its extents, in 64
+// bits (Kokkos 5's size() is 0 for a view without data; Kokkos 3.4's is
+// computed in 32 bits for ranks of 3 or more).
 template <class View>
-void check_span(const View& v, const std::string& what) {
-  if (v.span() < v.size())
+std::size_t value_count(const View& v) {
+  std::size_t n = 1;
+  for (unsigned r = 0; r < View::rank; ++r) n *= std::size_t(v.extent(r));
+  return n;
+}
+
+// Throws unless a span of `span` values holds `values`: Kokkos 3.4
+// (unpatched) multiplies the extents of a view of rank 3 or more in 32 bits
+// for its span, and a 3-D view of a multiple of 2^32 values then allocates
+// nothing.
+inline void check_span_holds(std::size_t span, std::size_t values, const std::string& what) {
+  if (span < values)
     throw std::invalid_argument(
-        what + ": a view of " + std::to_string(v.size()) + " values spans only " +
-        std::to_string(v.span()) +
+        what + ": a view of " + std::to_string(values) + " values spans only " +
+        std::to_string(span) +
         " (Kokkos' 32-bit extents: a 3-D view of a multiple of 2^32 values; "
         "cmake/patches/kokkos-3.4-view-extents-64bit.patch fixes Kokkos 3.4)");
+}
+template <class View>
+void check_span(const View& v, const std::string& what) {
+  check_span_holds(v.span(), value_count(v), what);
 }
 }  // namespace Impl
 

@@ -6,6 +6,8 @@ directives that record their calls, then checks that
   - every KokkosMoE_ENABLE_* option cmake_args sets is an option() of the
     project's CMake files, and every such option is set by cmake_args;
   - every variant is used (in cmake_args, a dependency or a conflict);
+  - the kokkos and kokkos-kernels versions it accepts are the release lines
+    CI builds and tests (TESTED_LINES);
   - backend variants constrain kokkos the same way (cuda_arch and
     amdgpu_target propagated for every value);
   - cmake_args evaluates for the host, CUDA and ROCm specs;
@@ -24,6 +26,11 @@ sys.dont_write_bytecode = True  # no __pycache__ in the recipe repository
 ROOT = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "spack" / "packages" / "kokkos-moe" / "package.py"
 calls = {"variant": [], "depends_on": [], "conflicts": [], "version": []}
+
+# The Kokkos release lines .ci/run builds and tests: 3.4 by scripts/deps.sh
+# (its kokkos_version), 4.5 (with Kokkos Kernels) and 5.2 (without) by
+# scripts/compat.sh.
+TESTED_LINES = {"kokkos": {"3.4", "4.5", "5.2"}, "kokkos-kernels": {"3.4", "4.5"}}
 
 
 def record(name):
@@ -103,7 +110,8 @@ def load_recipe():
 
 def cmake_options():
     options = set()
-    for path in [ROOT / "CMakeLists.txt", *ROOT.glob("src/**/CMakeLists.txt")]:
+    for path in [ROOT / "CMakeLists.txt", *ROOT.glob("src/**/CMakeLists.txt"),
+                 *ROOT.glob("cmake/*.cmake")]:
         options |= set(re.findall(r"^\s*(?:cmake_dependent_)?option\(\s*(KokkosMoE_\w+)", path.read_text(), re.M))
     return options
 
@@ -182,6 +190,19 @@ def main():
             problems.append(f"{dep} is not a dependency when +{variant}")
     if not hasattr(recipe, "check_install") and not hasattr(recipe, "check"):
         problems.append("no install-time tests (check or a run_after('install') method)")
+
+    # Versions: exactly the tested release lines.
+    for package, lines in TESTED_LINES.items():
+        accepted = [a[0][0].split("@", 1)[1] for a in calls["depends_on"]
+                    if a[0][0].startswith(package + "@")]
+        if not accepted:
+            problems.append(f"no version range for {package}")
+        for versions in accepted:
+            if set(versions.split(",")) != lines:
+                problems.append(f"{package}@{versions}: CI tests the lines {sorted(lines)}")
+    deps_line = re.search(r"^kokkos_version=(\d+\.\d+)", (ROOT / "scripts" / "deps.sh").read_text(), re.M)
+    if not deps_line or deps_line.group(1) not in TESTED_LINES["kokkos"]:
+        problems.append("scripts/deps.sh builds a Kokkos line outside TESTED_LINES")
 
     # The environment.
     env = parse_yaml((ROOT / "spack.yaml").read_text()).get("spack", {})

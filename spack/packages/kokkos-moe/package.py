@@ -31,15 +31,29 @@ class KokkosMoe(CMakePackage, CudaPackage, ROCmPackage):
     depends_on("fortran", type="build", when="+fortran")
     depends_on("cmake@3.16:", type="build")
 
-    # Kokkos 3.4 (with cmake/patches for CUDA 13 and Hopper) to 4.x; Kokkos
-    # Kernels of the same release line.
-    depends_on("kokkos@3.4:4")
-    depends_on("kokkos-kernels@3.4:4")
+    variant("kokkoskernels", default=True,
+            description="Router GEMM by Kokkos Kernels and the unfused baseline (else our own router kernel)")
+
+    # The Kokkos release lines CI builds and tests (.ci/run): 3.4 (host, and
+    # CUDA and HIP compile-and-link, with cmake/patches), 4.5 with Kokkos
+    # Kernels 4.5 (Serial) and 5.2 without Kokkos Kernels (OpenMP).
+    depends_on("kokkos@3.4,4.5,5.2")
+    depends_on("kokkos-kernels@3.4,4.5", when="+kokkoskernels")
+    conflicts("+kokkoskernels", when="^kokkos@5.2",
+              msg="no Kokkos Kernels 5.2 is tested: use ~kokkoskernels with kokkos@5.2")
     depends_on("kokkos+openmp", when="+openmp")
-    depends_on("kokkos+cuda+cuda_lambda+wrapper", when="+cuda")
+    # Kokkos 5.2 has no cuda_lambda option (lambdas are always on).
+    depends_on("kokkos+cuda+wrapper", when="+cuda")
+    depends_on("kokkos+cuda_lambda", when="+cuda ^kokkos@:4")
     depends_on("kokkos+rocm", when="+rocm")
-    depends_on("kokkos-kernels+cuda+cublas", when="+cuda")
-    depends_on("kokkos-kernels+openmp", when="+openmp")
+    depends_on("kokkos-kernels+cuda+cublas", when="+cuda+kokkoskernels")
+    depends_on("kokkos-kernels+openmp", when="+openmp+kokkoskernels")
+    # CUDA 13: Kokkos 4.0-4.6 do not compile with it; spack's kokkos 3.4 lacks
+    # our patches for CUDA 12+ and Hopper (scripts/deps.sh applies them).
+    conflicts("^kokkos@4.0:4.6", when="+cuda ^cuda@13:", msg="Kokkos 4.0-4.6 do not compile with CUDA 13")
+    conflicts("^kokkos@3.4", when="+cuda ^cuda@12:",
+              msg="Kokkos 3.4 needs cmake/patches for CUDA 12+: build it with scripts/deps.sh "
+                  "and declare it as an external")
     for arch in CudaPackage.cuda_arch_values:
         # Spack's kokkos maps no arch-specific "90a": Hopper is its 90.
         kokkos_arch = arch[:-1] if arch.endswith("a") else arch
@@ -65,13 +79,19 @@ class KokkosMoe(CMakePackage, CudaPackage, ROCmPackage):
             self.define_from_variant("KokkosMoE_ENABLE_TESTS", "tests"),
             self.define_from_variant("KokkosMoE_ENABLE_BENCHMARKS", "benchmarks"),
             self.define_from_variant("KokkosMoE_ENABLE_FORTRAN", "fortran"),
+            self.define_from_variant("KokkosMoE_ENABLE_KOKKOSKERNELS", "kokkoskernels"),
             self.define("Kokkos_ROOT", spec["kokkos"].prefix),
-            self.define("KokkosKernels_ROOT", spec["kokkos-kernels"].prefix),
         ]
-        # Hopper's wgmma needs code compiled for sm_90a and a Kokkos whose team
-        # scratch may use the whole shared memory (docs/building.md); spack's
-        # kokkos compiles Hopper for sm_90, so the kernels use mma.sync.
-        args.append(self.define("KokkosMoE_ENABLE_CUDA_WGMMA", False))
+        if spec.satisfies("+kokkoskernels"):
+            args.append(self.define("KokkosKernels_ROOT", spec["kokkos-kernels"].prefix))
+        # Hopper's wgmma needs code compiled for sm_90a: the project's CMake
+        # turns Kokkos' sm_90 into sm_90a when asked. Team scratch beyond 48
+        # KiB (the fast CUDA tile shapes) needs Kokkos >= 5.2 (or our patched
+        # 3.4, not spack's): the smaller shapes otherwise.
+        hopper = spec.satisfies("+cuda cuda_arch=90") or spec.satisfies("+cuda cuda_arch=90a")
+        args.append(self.define("KokkosMoE_ENABLE_CUDA_WGMMA", hopper))
+        args.append(self.define("KokkosMoE_ENABLE_CUDA_LARGE_TEAM_SCRATCH",
+                                spec.satisfies("+cuda ^kokkos@5.2:")))
         if spec.satisfies("+cuda"):
             args.append(self.define("CMAKE_CXX_COMPILER", self._kokkos_cxx()))
         elif spec.satisfies("+rocm"):

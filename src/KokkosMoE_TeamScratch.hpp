@@ -1,0 +1,31 @@
+// The team scratch a kernel asks for, checked against what its backend gives
+// at level 0 before the launch: Kokkos aborts the process on a request above
+// scratch_size_max (Serial and OpenMP since Kokkos 5.1 allow 32 KiB; CUDA 40
+// KiB unless the launch opts in to more).
+#ifndef KOKKOSMOE_TEAMSCRATCH_HPP
+#define KOKKOSMOE_TEAMSCRATCH_HPP
+
+#include <Kokkos_Core.hpp>
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace KokkosMoE {
+namespace Impl {
+
+template <class Policy>
+void require_team_scratch(const Policy& policy, std::size_t bytes, const char* kernel) {
+  const std::size_t most = std::size_t(policy.scratch_size_max(0));
+  if (bytes > most)
+    throw std::runtime_error(
+        std::string(kernel) + ": a team needs " + std::to_string(bytes) +
+        " bytes of level-0 team scratch, but " +
+        Policy::execution_space::name() + " gives at most " + std::to_string(most) +
+        " (a tile shape this build of Kokkos cannot run: see docs/building.md)");
+}
+
+}  // namespace Impl
+}  // namespace KokkosMoE
+
+#endif
