@@ -61,7 +61,7 @@ endforeach()
 # our patch (cmake/patches/kokkos-3.4-cuda-shmem-optin.patch), recognised by
 # the opt-in call it adds to Kokkos' installed launch header. Every other
 # Kokkos caps team scratch near 40-48 KiB: the kernels then take the smaller
-# tile shapes (src/KokkosMoE_Cuda_Tiles.hpp).
+# tile shapes (src/KokkosMoE_Cuda_Fragment.hpp).
 set(_kmoe_large_scratch OFF)
 if(_kmoe_cuda)
   if(Kokkos_VERSION VERSION_GREATER_EQUAL 5.2.0)
@@ -97,15 +97,20 @@ endif()
 
 # --- Hopper's warpgroup MMA (wgmma) exists only in code compiled for sm_90a,
 # and Kokkos' HOPPER90 compiles sm_90 (our patched 3.4 compiles sm_90a). ON
-# by default where Kokkos compiles for compute capability 9.0; where it
-# compiles sm_90, the option turns Kokkos' sm_90 flag into sm_90a for this
-# project's targets. Otherwise the kernels use mma.sync.
+# by default where Kokkos compiles for compute capability 9.0 and the large
+# team scratch the wgmma shapes need is there; where Kokkos compiles sm_90,
+# the option turns Kokkos' sm_90 flag into sm_90a for this project's
+# targets. Otherwise the kernels use mma.sync.
 set(_kmoe_sm90 OFF)
 if(_kmoe_cuda AND _kmoe_kokkos_options MATCHES "sm_90")
   set(_kmoe_sm90 ON)
 endif()
+set(_kmoe_wgmma OFF)
+if(_kmoe_sm90 AND KokkosMoE_ENABLE_CUDA_LARGE_TEAM_SCRATCH)
+  set(_kmoe_wgmma ON)
+endif()
 option(KokkosMoE_ENABLE_CUDA_WGMMA
-  "CUDA kernels use Hopper's wgmma (the code is compiled for sm_90a)" ${_kmoe_sm90})
+  "CUDA kernels use Hopper's wgmma (the code is compiled for sm_90a)" ${_kmoe_wgmma})
 if(KokkosMoE_ENABLE_CUDA_WGMMA)
   if(NOT _kmoe_sm90)
     message(FATAL_ERROR "KokkosMoE_ENABLE_CUDA_WGMMA needs a Kokkos built for compute "

@@ -1,6 +1,8 @@
-// The CUDA fragment: 16-bit operand tiles in team scratch multiplied on the
-// tensor cores with mma.sync (m16n8k16, float accumulation in registers),
-// operands read from scratch with ldmatrix.
+// The CUDA tensor-core fragment: 16-bit operand tiles in team scratch
+// multiplied with mma.sync (m16n8k16, float accumulation in registers),
+// operands read from scratch with ldmatrix; and the tile shapes and
+// crossovers of CUDA builds without wgmma's shapes
+// (KokkosMoE_Cuda_Wgmma_Fragment.hpp has those of sm_90a builds).
 //
 // A team is WarpsM x WarpsN warps over the output tile; each warp owns a
 // (TileM / WarpsM) x (TileN / WarpsN) block of accumulators in registers, so
@@ -13,6 +15,10 @@
 #ifndef KOKKOSMOE_CUDA_FRAGMENT_HPP
 #define KOKKOSMOE_CUDA_FRAGMENT_HPP
 
+#ifndef KOKKOSMOE_FRAGMENT_HPP
+#error "include KokkosMoE_Fragment.hpp: it includes this file after the templates it specialises"
+#endif
+
 #include <Kokkos_Core.hpp>
 
 // bf16 mma.sync needs compute capability 8.0 or newer.
@@ -24,8 +30,6 @@
 
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
-#include "KokkosMoE_Cuda_Pipeline.hpp"
-#include "KokkosMoE_Cuda_TensorMap.hpp"
 #include "KokkosMoE_Cuda_Warpgroup.hpp"
 #include "KokkosMoE_ValueRun.hpp"
 
@@ -185,7 +189,7 @@ struct CudaTensorCoreFragment {
                                             Pairs&&... b_acc) {
 #ifdef KOKKOSMOE_CUDA_WARPGROUP_MMA
     if constexpr (warpgroup_shape) {
-      warpgroup_mma(member, a, b_acc...);
+      warpgroup::TileMma<CudaTensorCoreFragment>::mma_nt(member, a, b_acc...);
       return;
     }
 #endif
@@ -214,7 +218,7 @@ struct CudaTensorCoreFragment {
 #ifdef KOKKOSMOE_CUDA_WARPGROUP_MMA
     if constexpr (warpgroup_shape) {
       warpgroup::wait<0>();
-      (pin(acc), ...);
+      (warpgroup::TileMma<CudaTensorCoreFragment>::pin(acc), ...);
     }
 #else
     ((void)acc, ...);
@@ -248,56 +252,6 @@ struct CudaTensorCoreFragment {
   }
 
  private:
-#ifdef KOKKOSMOE_CUDA_WARPGROUP_MMA
-  // Each warpgroup: its 64 rows of a times b, K in steps of 16 (32 bytes on
-  // in both descriptors), as one batch; returns when at most mma_in_flight
-  // batches (this one) are still running. Two b tiles one after the
-  // other in scratch (as the gate/up kernel lays gate and up) are one tile
-  // twice as wide: one instruction, half the reads of a.
-  template <class Member>
-  __device__ static void warpgroup_mma(const Member& member, const tile& a, const tile& b,
-                                       accumulator_type& acc) {
-    warpgroup_mma(member, a, b, acc, acc, std::integral_constant<int, tile_n>());
-  }
-  template <class Member>
-  __device__ static void warpgroup_mma(const Member& member, const tile& a, const tile& b0,
-                                       accumulator_type& acc0, const tile& b1,
-                                       accumulator_type& acc1) {
-    if (b1.data() == b0.data() + tile_n * tile_k) {
-      warpgroup_mma(member, a, b0, acc0, acc1, std::integral_constant<int, 2 * tile_n>());
-    } else {
-      warpgroup_mma(member, a, b0, acc0);
-      warpgroup_mma(member, a, b1, acc1);
-    }
-  }
-  // b is N rows; the accumulators of columns [0, N / 2) are in lo, the rest
-  // in hi (the same accumulator when N is one tile wide).
-  template <class Member, int N>
-  __device__ static void warpgroup_mma(const Member& member, const tile& a, const tile& b,
-                                       accumulator_type& lo, accumulator_type& hi,
-                                       std::integral_constant<int, N>) {
-    const std::uint64_t da =
-        warpgroup::descriptor(a.data() + warpgroup::index(member.team_rank()) * 64 * tile_k);
-    const std::uint64_t db = warpgroup::descriptor(b.data());
-    float* const l = &lo.c[0][0][0];
-    float* const h = N == tile_n ? l + N / 4 : &hi.c[0][0][0];
-    pin(lo), pin(hi);
-    warpgroup::fence();
-#pragma unroll
-    for (int kk = 0; kk < tile_k / 16; ++kk)
-      warpgroup::mma_m64k16<Scalar, N>(l, h, da + 2 * kk, db + 2 * kk);
-    warpgroup::commit();
-    warpgroup::wait<mma_in_flight>();
-    pin(lo), pin(hi);
-  }
-  __device__ static void pin(accumulator_type& acc) {
-#pragma unroll
-    for (int j = 0; j < frags_n; ++j)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) warpgroup::pin(acc.c[0][j][e]);
-  }
-#endif
-
   KOKKOS_INLINE_FUNCTION static void load_matrix(unsigned* r, const Scalar* p) {
 #ifdef __CUDA_ARCH__
     const unsigned shared = static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -336,77 +290,69 @@ struct CudaTensorCoreFragment {
   }
 };
 
-// Base with one more warpgroup that only copies (warp specialisation): the
-// Base's warps only multiply, waiting for each stage's data on its barrier
-// rather than at a team barrier (CudaStagePipeline), and the producer issues
-// every copy, so neither waits for the other's instructions. Its teams are
-// persistent: MinTeams per multiprocessor walk the work items, the pipeline
-// running on across them, so that the next item's first stages load while
-// this one's last steps multiply and its outputs are stored.
-template <class Base>
-struct CudaWarpSpecialized : Base {
-  static constexpr int multiplier_threads = Base::team_threads;
-  // A warpgroup: where tensor maps cannot be made, its 16-byte copies keep
-  // up (one producer warp's made the large kernels 2x slower, H200).
-  static constexpr int producer_threads   = 128;
-  static constexpr int team_threads       = multiplier_threads + producer_threads;
-  static int team_size() { return team_threads; }
-  using launch_bounds = Kokkos::LaunchBounds<team_threads, Base::min_teams>;
-  using pipeline      = CudaStagePipeline<Base::stages>;
-  static_assert(Base::warpgroup_shape, "the pipeline's consumers are wgmma warpgroups (sm_90a)");
-
-  static int resident_teams() {
-    static const int teams = [] {
-      int device = 0, multiprocessors = 0;
-      cudaGetDevice(&device);
-      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
-      return multiprocessors * Base::min_teams;
-    }();
-    return teams;
-  }
-
-  // Whole operand tiles of row-major matrices (weights, activations) come by
-  // bulk tensor copies where a map could be made (see tensor_map::encode):
-  // one instruction of one producer thread per tile instead of 16-byte
-  // copies by every producer thread.
-  static bool encode_map(void* map, const void* data, std::uint64_t rows, std::uint64_t cols,
-                         int box_rows) {
-    return tensor_map::encode(map, data, rows, cols, std::uint32_t(box_rows));
-  }
-  KOKKOS_INLINE_FUNCTION static void acquire_map(const void* map) { tensor_map::acquire(map); }
-  // Tile t (1024-byte aligned, its rows box_rows of the map) from (row, col).
-  KOKKOS_INLINE_FUNCTION static void bulk_load(const typename Base::tile& t, const void* map,
-                                               int row, int col, std::uint64_t* barrier) {
-    tensor_map::load(t.data(), map, col, row, barrier);
-  }
-  KOKKOS_INLINE_FUNCTION static void expect_bytes(std::uint64_t* barrier, int bytes) {
-    pipeline::expect_bytes(barrier, bytes);
-  }
-
-  // Whether the calling thread multiplies (the producer warps take no part
-  // in the multiplies), warp-uniform to the compiler (see warpgroup::index).
-  template <class Member>
-  KOKKOS_INLINE_FUNCTION static bool multiplier(const Member& member) {
-#ifdef KOKKOSMOE_CUDA_WARPGROUP_MMA
-    return warpgroup::index(member.team_rank()) < multiplier_threads / 128;
-#else
-    return member.team_rank() < multiplier_threads;
-#endif
-  }
-  template <class Member, class... Pairs>
-  KOKKOS_INLINE_FUNCTION static void mma_nt(const Member& member, const typename Base::tile& a,
-                                            Pairs&&... b_acc) {
-    if (multiplier(member)) Base::mma_nt(member, a, b_acc...);
-  }
-  template <class Member, class... Acc>
-  KOKKOS_INLINE_FUNCTION static void finish(const Member& member, Acc&... acc) {
-    if (multiplier(member)) Base::finish(member, acc...);
-  }
-  template <int Width, class Member, class F, class... Acc>
-  KOKKOS_INLINE_FUNCTION static void store(const Member& member, const F& f, Acc&... acc) {
-    if (multiplier(member)) Base::template store<Width>(member, f, acc...);
-  }
+// The fragment of each tile shape in a table of a build's shapes: gate/up's
+// and down's (where it has wider ones).
+template <TileSize Size, class Large, class Medium, class Small, class LargeDown = Large,
+          class MediumDown = Medium>
+struct CudaShapeTable {
+  using gate_up = std::conditional_t<Size == TileSize::large, Large,
+                                     std::conditional_t<Size == TileSize::medium, Medium, Small>>;
+  using down    = std::conditional_t<Size == TileSize::large, LargeDown,
+                                     std::conditional_t<Size == TileSize::medium, MediumDown, Small>>;
 };
+
+// The fragments of the 16-bit types on CUDA, by the build's table: below,
+// or in sm_90a builds with large team scratch the warpgroup shapes'
+// (KokkosMoE_Cuda_Wgmma_Fragment.hpp). Looked up once a kernel instantiates
+// a shape, after both files.
+template <class Scalar, TileSize Size>
+struct CudaFragmentOf;
+template <TileSize Size>
+struct Fragment<Kokkos::Cuda, bfloat16, Size> : CudaFragmentOf<bfloat16, Size>::gate_up {};
+template <TileSize Size>
+struct Fragment<Kokkos::Cuda, float16, Size> : CudaFragmentOf<float16, Size>::gate_up {};
+template <TileSize Size>
+struct DownFragment<Kokkos::Cuda, bfloat16, Size> : CudaFragmentOf<bfloat16, Size>::down {};
+template <TileSize Size>
+struct DownFragment<Kokkos::Cuda, float16, Size> : CudaFragmentOf<float16, Size>::down {};
+
+// Large (prefill): 128 x 64 tiles, 4 warps of 64 x 32, 2 teams per
+// multiprocessor. Medium: 64 x 64, 4 warps of 32 x 32, 3 teams. Small
+// (decode, fewer than 16 rows per expert): 16 x 64, 4 warps of 16 x 16, 3
+// teams (against 32 x 32 tiles: 1.1-1.25x faster at one token, up to 1.07x
+// at 8 to 32). With our Kokkos 3.4 patch (or any Kokkos that opts in to the
+// whole shared memory per block) K steps are 64 deep and the pipelines 3 or
+// 4 stages (96, 72 and 72 KiB for gate/up: KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH,
+// detected by CMake); otherwise they fit the 40 KiB
+// cap (2 or 3 stages, K = 32 for large and medium, 32 x 32 small tiles).
+#if defined(KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH) && !defined(KOKKOSMOE_ENABLE_CUDA_WGMMA)
+template <class Scalar, TileSize Size>
+struct CudaFragmentOf
+    : CudaShapeTable<Size,
+                     CudaTensorCoreFragment<Scalar, 128, 64, 64, 2, 2, 3, 2>,  // large
+                     CudaTensorCoreFragment<Scalar, 64, 64, 64, 2, 2, 3, 3>,   // medium
+                     CudaTensorCoreFragment<Scalar, 16, 64, 64, 1, 4, 4, 3>> {};  // small
+#elif !defined(KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH)
+template <class Scalar, TileSize Size>
+struct CudaFragmentOf
+    : CudaShapeTable<Size,
+                     CudaTensorCoreFragment<Scalar, 128, 64, 32, 2, 2, 2, 2>,  // large
+                     CudaTensorCoreFragment<Scalar, 64, 64, 32, 2, 2, 2, 3>,   // medium
+                     CudaTensorCoreFragment<Scalar, 32, 32, 64, 2, 2, 3, 4>> {};  // small
+#endif
+
+#if !defined(KOKKOSMOE_ENABLE_CUDA_WGMMA) || !defined(KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH)
+// The mma.sync shapes' crossovers. Measured on the H200 (benchmarks/results/README.md): 32-row tiles are
+// 1.06x faster than 64-row ones at 8 rows per expert, even at 16 and 1.08x
+// slower at 16 with skew (DeepSeek-V3, Zipf 0.5). With mma.sync, 64-row
+// tiles are 1.2-1.5x faster than 128-row ones from 32 to 256 rows, even at
+// 384 and 1.05x slower at 512.
+template <>
+struct TileCrossovers<Kokkos::Cuda> {
+  static constexpr std::int64_t small_tile_rows_below = 16;
+  static constexpr std::int64_t large_tile_rows_from  = 512;
+};
+#endif
 
 }  // namespace Impl
 }  // namespace KokkosMoE

@@ -1,7 +1,8 @@
 // Hopper's warpgroup matrix multiply (wgmma, PTX ISA 8.0, sm_90a only): four
 // consecutive warps multiply a 64-row operand tile by an N-row one, both read
 // from shared memory through descriptors, into float accumulators in
-// registers. The instructions exist only in code compiled for sm_90a
+// registers; and with it a tensor-core fragment's K step (TileMma). The
+// instructions exist only in code compiled for sm_90a
 // (__CUDA_ARCH_FEAT_SM90_ALL); callers keep an mma.sync path for the rest.
 //
 // Operand tiles are K-major lines of 64 16-bit values (128 bytes) in the
@@ -129,6 +130,61 @@ __device__ inline void mma_m64k16(float* lo, float* hi, std::uint64_t a, std::ui
 #undef KOKKOSMOE_F32
 #undef KOKKOSMOE_F16
 #undef KOKKOSMOE_F4
+
+// One K step of a warpgroup shape of a tensor-core fragment Frag
+// (CudaTensorCoreFragment: accumulators of 16-row warps, c[0][j][e]).
+template <class Frag>
+struct TileMma {
+  using tile             = typename Frag::tile;
+  using accumulator_type = typename Frag::accumulator_type;
+  static constexpr int tile_n = Frag::tile_n, tile_k = Frag::tile_k;
+
+  // Each warpgroup: its 64 rows of a times b, K in steps of 16 (32 bytes on
+  // in both descriptors), as one batch; returns when at most mma_in_flight
+  // batches (this one) are still running. Two b tiles one after the
+  // other in scratch (as the gate/up kernel lays gate and up) are one tile
+  // twice as wide: one instruction, half the reads of a.
+  template <class Member>
+  __device__ static void mma_nt(const Member& member, const tile& a, const tile& b,
+                                accumulator_type& acc) {
+    mma_nt(member, a, b, acc, acc, std::integral_constant<int, tile_n>());
+  }
+  template <class Member>
+  __device__ static void mma_nt(const Member& member, const tile& a, const tile& b0,
+                                accumulator_type& acc0, const tile& b1, accumulator_type& acc1) {
+    if (b1.data() == b0.data() + tile_n * tile_k) {
+      mma_nt(member, a, b0, acc0, acc1, std::integral_constant<int, 2 * tile_n>());
+    } else {
+      mma_nt(member, a, b0, acc0);
+      mma_nt(member, a, b1, acc1);
+    }
+  }
+  // b is N rows; the accumulators of columns [0, N / 2) are in lo, the rest
+  // in hi (the same accumulator when N is one tile wide).
+  template <class Member, int N>
+  __device__ static void mma_nt(const Member& member, const tile& a, const tile& b,
+                                accumulator_type& lo, accumulator_type& hi,
+                                std::integral_constant<int, N>) {
+    const std::uint64_t da = descriptor(a.data() + index(member.team_rank()) * 64 * tile_k);
+    const std::uint64_t db = descriptor(b.data());
+    float* const l = &lo.c[0][0][0];
+    float* const h = N == tile_n ? l + N / 4 : &hi.c[0][0][0];
+    pin(lo), pin(hi);
+    fence();
+#pragma unroll
+    for (int kk = 0; kk < tile_k / 16; ++kk)
+      mma_m64k16<typename Frag::operand_type, N>(l, h, da + 2 * kk, db + 2 * kk);
+    commit();
+    wait<Frag::mma_in_flight>();
+    pin(lo), pin(hi);
+  }
+  __device__ static void pin(accumulator_type& acc) {
+#pragma unroll
+    for (int j = 0; j < Frag::frags_n; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) warpgroup::pin(acc.c[0][j][e]);
+  }
+};
 #endif
 
 }  // namespace warpgroup

@@ -92,7 +92,8 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
   const std::int64_t tile_major_rows = std::max<std::int64_t>(
       T * k, std::min<std::int64_t>(
                  DispatchPlan<memory_space>::max_tiles(T * k, int(E), tile_rows) * tile_rows,
-                 T * k + T * k / Impl::large_tile_rows_from * tile_rows));
+                 T * k + T * k / Impl::TileCrossovers<ExecutionSpace>::large_tile_rows_from *
+                             tile_rows));
   h_ = decltype(h_)("KokkosMoE::activations", bulk ? tile_major_rows : T * k, F);
   // Spare rows hold the split-K partial sums of small batches.
   y_ = decltype(y_)("KokkosMoE::expert_outputs", std::max<std::int64_t>(T * k, Impl::split_k_rows), H);
@@ -235,7 +236,7 @@ void Layer<ExecutionSpace, Scalar>::dispatch(const const_ids_view& ids, std::int
   const std::int64_t assignments = num_tokens * config_.top_k;
   const std::int64_t active      = std::max<std::int64_t>(
       1, std::min<std::int64_t>(assignments, config_.num_experts));
-  const Impl::TileSize size = Impl::tile_size_for(assignments / active);
+  const Impl::TileSize size = Impl::tile_size_for<ExecutionSpace>(assignments / active);
   tile_size_                = int(size);
   dispatched_tokens_        = num_tokens;
   gated_tokens_             = -1;

@@ -328,14 +328,16 @@ TEST(EXPERTMLP_SUITE, SplitKPartsCoverKWithinBounds) {
 // The layer tests' cases reach every tile shape (tstLayer.hpp: 10, 40 and
 // 600 rows per expert).
 TEST(EXPERTMLP_SUITE, TileShapeFollowsRowsPerExpert) {
-  EXPECT_EQ(Impl::tile_size_for(1), Impl::TileSize::small);
-  EXPECT_EQ(Impl::tile_size_for(10), Impl::TileSize::small);
-  EXPECT_EQ(Impl::tile_size_for(15), Impl::TileSize::small);
-  EXPECT_EQ(Impl::tile_size_for(16), Impl::TileSize::medium);
-  EXPECT_EQ(Impl::tile_size_for(40), Impl::TileSize::medium);
-  EXPECT_EQ(Impl::tile_size_for(Impl::large_tile_rows_from - 1), Impl::TileSize::medium);
-  EXPECT_EQ(Impl::tile_size_for(Impl::large_tile_rows_from), Impl::TileSize::large);
-  EXPECT_EQ(Impl::tile_size_for(600), Impl::TileSize::large);
+  EXPECT_EQ(Impl::tile_size_for<Space>(1), Impl::TileSize::small);
+  EXPECT_EQ(Impl::tile_size_for<Space>(10), Impl::TileSize::small);
+  EXPECT_EQ(Impl::tile_size_for<Space>(15), Impl::TileSize::small);
+  EXPECT_EQ(Impl::tile_size_for<Space>(16), Impl::TileSize::medium);
+  EXPECT_EQ(Impl::tile_size_for<Space>(40), Impl::TileSize::medium);
+  EXPECT_EQ(Impl::tile_size_for<Space>(Impl::TileCrossovers<Space>::large_tile_rows_from - 1),
+            Impl::TileSize::medium);
+  EXPECT_EQ(Impl::tile_size_for<Space>(Impl::TileCrossovers<Space>::large_tile_rows_from),
+            Impl::TileSize::large);
+  EXPECT_EQ(Impl::tile_size_for<Space>(600), Impl::TileSize::large);
 }
 
 // Every shape of both kernels' fragments.

@@ -1,8 +1,10 @@
 // The portable matrix-multiply-accumulate fragment: plain loops over float
-// scratch tiles. It is the reference every backend fragment is tested
-// against, and the one used by host backends.
-#ifndef KOKKOSMOE_HOST_FRAGMENT_HPP
-#define KOKKOSMOE_HOST_FRAGMENT_HPP
+// scratch tiles, for any execution space. It serves every backend without a
+// fragment of its own (the host backends; HIP until it has one), and is the
+// reference every backend fragment is tested against. Its tiles are 32 rows
+// by 32 columns (16 rows small: Fragment's default), medium and large alike.
+#ifndef KOKKOSMOE_PORTABLE_FRAGMENT_HPP
+#define KOKKOSMOE_PORTABLE_FRAGMENT_HPP
 
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 

@@ -1,0 +1,144 @@
+// The CUDA wgmma fragments: built for sm_90a (KOKKOSMOE_ENABLE_CUDA_WGMMA, a
+// CMake option), the warp-specialised fragment (CudaWarpSpecialized) and
+// the tile shapes and crossovers of those builds. Its multiplies are the
+// tensor-core fragment's warpgroup shapes (KokkosMoE_Cuda_Fragment.hpp),
+// fed by tensor copies (KokkosMoE_Cuda_TensorMap.hpp) through an mbarrier
+// pipeline (KokkosMoE_Cuda_Pipeline.hpp).
+#ifndef KOKKOSMOE_CUDA_WGMMA_FRAGMENT_HPP
+#define KOKKOSMOE_CUDA_WGMMA_FRAGMENT_HPP
+
+#ifndef KOKKOSMOE_FRAGMENT_HPP
+#error "include KokkosMoE_Fragment.hpp: it includes this file after the templates it specialises"
+#endif
+
+#include "KokkosMoE_Cuda_Fragment.hpp"
+
+#if defined(KOKKOSMOE_ENABLE_CUDA_TENSOR_CORES) && defined(KOKKOSMOE_ENABLE_CUDA_WGMMA)
+
+#include "KokkosMoE_Cuda_Pipeline.hpp"
+#include "KokkosMoE_Cuda_TensorMap.hpp"
+#include "KokkosMoE_Cuda_Warpgroup.hpp"
+
+#include <cstdint>
+
+namespace KokkosMoE {
+namespace Impl {
+
+// Base with one more warpgroup that only copies (warp specialisation): the
+// Base's warps only multiply, waiting for each stage's data on its barrier
+// rather than at a team barrier (CudaStagePipeline), and the producer issues
+// every copy, so neither waits for the other's instructions. Its teams are
+// persistent: MinTeams per multiprocessor walk the work items, the pipeline
+// running on across them, so that the next item's first stages load while
+// this one's last steps multiply and its outputs are stored.
+template <class Base>
+struct CudaWarpSpecialized : Base {
+  static constexpr int multiplier_threads = Base::team_threads;
+  // A warpgroup: where tensor maps cannot be made, its 16-byte copies keep
+  // up (one producer warp's made the large kernels 2x slower, H200).
+  static constexpr int producer_threads   = 128;
+  static constexpr int team_threads       = multiplier_threads + producer_threads;
+  static int team_size() { return team_threads; }
+  using launch_bounds = Kokkos::LaunchBounds<team_threads, Base::min_teams>;
+  using pipeline      = CudaStagePipeline<Base::stages>;
+  static_assert(Base::warpgroup_shape, "the pipeline's consumers are wgmma warpgroups (sm_90a)");
+
+  static int resident_teams() {
+    static const int teams = [] {
+      int device = 0, multiprocessors = 0;
+      cudaGetDevice(&device);
+      cudaDeviceGetAttribute(&multiprocessors, cudaDevAttrMultiProcessorCount, device);
+      return multiprocessors * Base::min_teams;
+    }();
+    return teams;
+  }
+
+  // Whole operand tiles of row-major matrices (weights, activations) come by
+  // bulk tensor copies where a map could be made (see tensor_map::encode):
+  // one instruction of one producer thread per tile instead of 16-byte
+  // copies by every producer thread.
+  static bool encode_map(void* map, const void* data, std::uint64_t rows, std::uint64_t cols,
+                         int box_rows) {
+    return tensor_map::encode(map, data, rows, cols, std::uint32_t(box_rows));
+  }
+  KOKKOS_INLINE_FUNCTION static void acquire_map(const void* map) { tensor_map::acquire(map); }
+  // Tile t (1024-byte aligned, its rows box_rows of the map) from (row, col).
+  KOKKOS_INLINE_FUNCTION static void bulk_load(const typename Base::tile& t, const void* map,
+                                               int row, int col, std::uint64_t* barrier) {
+    tensor_map::load(t.data(), map, col, row, barrier);
+  }
+  KOKKOS_INLINE_FUNCTION static void expect_bytes(std::uint64_t* barrier, int bytes) {
+    pipeline::expect_bytes(barrier, bytes);
+  }
+
+  // Whether the calling thread multiplies (the producer warps take no part
+  // in the multiplies), warp-uniform to the compiler (see warpgroup::index).
+  template <class Member>
+  KOKKOS_INLINE_FUNCTION static bool multiplier(const Member& member) {
+#ifdef KOKKOSMOE_CUDA_WARPGROUP_MMA
+    return warpgroup::index(member.team_rank()) < multiplier_threads / 128;
+#else
+    return member.team_rank() < multiplier_threads;
+#endif
+  }
+  template <class Member, class... Pairs>
+  KOKKOS_INLINE_FUNCTION static void mma_nt(const Member& member, const typename Base::tile& a,
+                                            Pairs&&... b_acc) {
+    if (multiplier(member)) Base::mma_nt(member, a, b_acc...);
+  }
+  template <class Member, class... Acc>
+  KOKKOS_INLINE_FUNCTION static void finish(const Member& member, Acc&... acc) {
+    if (multiplier(member)) Base::finish(member, acc...);
+  }
+  template <int Width, class Member, class F, class... Acc>
+  KOKKOS_INLINE_FUNCTION static void store(const Member& member, const F& f, Acc&... acc) {
+    if (multiplier(member)) Base::template store<Width>(member, f, acc...);
+  }
+};
+
+// Large and medium are warpgroup shapes multiplied by wgmma, 4 stages:
+// large 128 x 128 (gate and up: one 128 x 256 multiply per K step; 8 warps,
+// 1 team per multiprocessor, 192 KiB), medium 64 x 64 (64 x 128; 4 warps, 2
+// teams, 96 KiB), and for down 128 x 256 and 64 x 128, the same scratch and
+// registers; small is mma.sync's 16 x 64. The large shapes are
+// warp-specialised (CudaWarpSpecialized): a producer warpgroup copies
+// (weights, x's gathered rows and h by tensor copies), the 8 warps only
+// multiply, resident teams walk the work items. The medium shape, whose
+// batches are streaming weights, keeps 3 steps loading with every warp
+// copying. Measured on the H200 (Mixtral-8x7B at 4096 tokens, whole
+// forward): 128 x 64 tiles with synchronous wgmma 8.93 ms, 128 x 128 also
+// synchronous 8.06, running behind 6.80 (6.61 with one barrier per K step,
+// 6.58 in the run below); warp-specialised with a producer warp of 16-byte
+// copies 12.9, a producer warpgroup 7.06, tensor copies for the weights
+// 6.41, each step's wgmma waited for at once (its stage freed a step
+// earlier) 6.10. The medium shape running behind is 1.02-1.04x slower
+// (DeepSeek-V3 and Qwen2 at 512-1024 tokens, Mixtral-8x7B at 128), with 5
+// stages and 1 team 1.4-1.6x slower. (They need more than the 40 KiB cap:
+// without KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH, mma.sync's shapes.)
+#ifdef KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH
+// Large, medium, small; large and medium for down.
+template <class Scalar, TileSize Size>
+struct CudaFragmentOf
+    : CudaShapeTable<Size,
+                     CudaWarpSpecialized<CudaTensorCoreFragment<Scalar, 128, 128, 64, 8, 1, 4, 1>>,
+                     CudaTensorCoreFragment<Scalar, 64, 64, 64, 4, 1, 4, 2>,
+                     CudaTensorCoreFragment<Scalar, 16, 64, 64, 1, 4, 4, 3>,
+                     CudaWarpSpecialized<CudaTensorCoreFragment<Scalar, 128, 256, 64, 8, 1, 4, 1>>,
+                     CudaTensorCoreFragment<Scalar, 64, 128, 64, 4, 1, 4, 2>> {};
+
+// With wgmma (its 128-row tiles twice as wide) 128-row tiles are even at 64
+// rows per expert (Mixtral, 256 tokens: 1.0x; 32 rows: 1.1x slower) and
+// 1.14-1.6x faster from 128 (H200); the small crossover is mma.sync's.
+// (Without large team scratch, mma.sync's shapes and crossovers.)
+template <>
+struct TileCrossovers<Kokkos::Cuda> {
+  static constexpr std::int64_t small_tile_rows_below = 16;
+  static constexpr std::int64_t large_tile_rows_from  = 64;
+};
+#endif
+
+}  // namespace Impl
+}  // namespace KokkosMoE
+
+#endif
+#endif

@@ -1,0 +1,292 @@
+// The gate/up stage of the expert MLP: the fused gate/up kernel with its
+// SwiGLU epilogue, the gather of x's rows its tensor copies read, and the
+// activation pass that finishes split-K gate/up products.
+#ifndef KOKKOSMOE_EXPERTMLP_GATEUP_HPP
+#define KOKKOSMOE_EXPERTMLP_GATEUP_HPP
+
+#include <KokkosMoE/KokkosMoE_Dispatch.hpp>
+#include <KokkosMoE/KokkosMoE_Math.hpp>
+#include <KokkosMoE/KokkosMoE_Scalar.hpp>
+
+#include "KokkosMoE_Divide.hpp"
+#include "KokkosMoE_ExpertMLP_MainLoop.hpp"
+#include "KokkosMoE_FastMath.hpp"
+#include "KokkosMoE_ValueRun.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace KokkosMoE {
+namespace Impl {
+
+KOKKOS_INLINE_FUNCTION float silu_times(float g, float u) { return g / (1.0f + math::exp(-g)) * u; }
+// The same for values rounded to 16 bits next (see fast_math: errors of a
+// few float ulp, far below bf16's or fp16's rounding).
+KOKKOS_INLINE_FUNCTION float silu_times_rounded(float g, float u) {
+  return fast_math::divide(g, 1.0f + fast_math::exp(-g)) * u;
+}
+// silu(g) u to be stored as Scalar.
+template <class Scalar>
+KOKKOS_INLINE_FUNCTION float silu_times_as(float g, float u) {
+  return sizeof(Scalar) == 2 ? silu_times_rounded(g, u) : silu_times(g, u);
+}
+template <class Scalar, int Width>
+KOKKOS_INLINE_FUNCTION ValueRun<Width> silu_times_as(const ValueRun<Width>& g,
+                                                     const ValueRun<Width>& u) {
+  ValueRun<Width> h;
+  for (int i = 0; i < Width; ++i) h.v[i] = silu_times_as<Scalar>(g.v[i], u.v[i]);
+  return h;
+}
+
+// h[p] = silu(x[token(p)] gate[e]^T) * (x[token(p)] up[e]^T) for the rows p
+// of a tile (sorted rows, or tile-major: see operand_row); the gate and up
+// products exist only in scratch. Split
+// over K (decode: few tiles), each part instead writes its gate and up
+// products to rows s * A + p of `partial` ([g | u], 2F wide) and
+// ActivationKernel finishes h.
+template <class ExecutionSpace, class Scalar, TileSize Size>
+struct GateUpKernel
+    : ExpertTileKernel<ExecutionSpace, Scalar, Fragment<ExecutionSpace, Scalar, Size>> {
+  using base = ExpertTileKernel<ExecutionSpace, Scalar, Fragment<ExecutionSpace, Scalar, Size>>;
+  using typename base::member;
+  using typename base::tile;
+  using typename base::frag;
+  using base::BM;
+  using base::BN;
+  using base::BK;
+  using base::S;
+  using base::L;
+  using memory_space = typename base::memory_space;
+
+  Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> x;        // [T, H]
+  Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> gate;    // [E, F, H]
+  Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> up;      // [E, F, H]
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h;              // [rows, F]
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> partial;         // [splits * A, 2F]
+  int assignments;                                                          // A = T * k
+
+  static std::size_t scratch_bytes() {
+    return frag::operand_bytes(S * BM) + frag::operand_bytes(S * 2 * BN) +
+           2 * frag::accumulator_bytes() + tile_tokens_bytes();
+  }
+
+  // The token of each row of the tile, in scratch: the gathered rows of x
+  // are found with one scratch read instead of a global read and a division.
+  KOKKOS_INLINE_FUNCTION static int* tile_tokens(const member& m) {
+    return static_cast<int*>(m.team_scratch(0).get_shmem(sizeof(int) * BM));
+  }
+  KOKKOS_INLINE_FUNCTION void fill_tile_tokens(int* tokens, const typename base::Work& w,
+                                               const typename base::Loader& ld) const {
+    for (int r = ld.rank; r < BM; r += ld.threads)
+      tokens[r] = r < w.rows ? this->plan.order(w.first_row + r) / this->k : 0;
+  }
+  static std::size_t tile_tokens_bytes() { return sizeof(int) * BM + 16; }
+
+  // The team's scratch and accumulators (see ExpertTileKernel::run). S
+  // stages of each operand tile (see begin_step); stage b of the weights is
+  // the gate tile then the up tile (ws rows 2b BN and (2b + 1) BN), next to
+  // each other as the fragment may multiply them as one tile.
+  struct Team {
+    tile xs, ws;
+    int* tokens;
+  };
+  struct Accumulators {
+    typename frag::accumulator_type g, u;
+  };
+  KOKKOS_FORCEINLINE_FUNCTION Team team(const member& m) const {
+    return Team{frag::operand(m, S * BM), frag::operand(m, S * 2 * BN), tile_tokens(m)};
+  }
+  KOKKOS_FORCEINLINE_FUNCTION static Accumulators accumulators(const member& m) {
+    return Accumulators{frag::accumulator(m), frag::accumulator(m)};
+  }
+  KOKKOS_FORCEINLINE_FUNCTION void prepare(const Team& t, const typename base::Work& w,
+                                      const typename base::Loader& ld) const {
+    if (!this->bulk_kernel()) fill_tile_tokens(t.tokens, w, ld);
+    this->acquire_maps(ld, gate_map, 2);
+    this->acquire_maps(ld, gathered_map, 1);
+  }
+  // Row starts: x rows are gathered, weight rows are H apart.
+  struct Sources {
+    const Scalar *gate0, *up0;
+    bool aligned;
+  };
+  KOKKOS_FORCEINLINE_FUNCTION Sources sources(const typename base::Work& w) const {
+    const int H = int(x.extent(1));
+    Sources f;
+    f.gate0   = &gate(w.expert, w.first_col, 0);
+    f.up0     = &up(w.expert, w.first_col, 0);
+    f.aligned = base::rows_aligned(x.data(), H) && base::rows_aligned(f.gate0, H) &&
+                base::rows_aligned(f.up0, H);
+    return f;
+  }
+  KOKKOS_FORCEINLINE_FUNCTION void load_step(const Team& t, const Sources& from,
+                                             const typename base::Work& w,
+                                             const typename base::Loader& ld, int k0, int depth,
+                                             int b, bool first_use, std::uint64_t* barrier) const {
+    const int H = int(x.extent(1)), F = int(gate.extent(1));
+    const int cols = F - w.first_col < BN ? F - w.first_col : BN;
+    const Scalar *x0 = x.data(), *gate0 = from.gate0, *up0 = from.up0;
+    const bool aligned = from.aligned;
+    const int* tokens = t.tokens;
+    if constexpr (frag::producer_threads > 0) {
+      // The rows of x already gathered, tile-major (GatherRowsKernel):
+      // every operand tile is one tensor copy. (Partly filled tiles taking
+      // only their rows of x by 16-byte copies instead measured 1.04-1.10x
+      // slower except on DeepSeek-V3 at 2048 tokens, 1.02x faster.)
+      if (this->bulk(barrier)) {
+        if (ld.rank == 0) {
+          const int row = w.expert * F + w.first_col;
+          frag::expect_bytes(barrier, int((BM + 2 * BN) * BK * sizeof(Scalar)));
+          frag::bulk_load(base::stage(t.xs, b, BM), this->map(gathered_map),
+                          this->operand_row(w), k0, barrier);
+          frag::bulk_load(base::stage(t.ws, 2 * b, BN), this->map(gate_map), row, k0, barrier);
+          frag::bulk_load(base::stage(t.ws, 2 * b + 1, BN), this->map(up_map), row, k0, barrier);
+        }
+        return;
+      }
+    }
+    base::template load_tile<BM>(ld, base::stage(t.xs, b, BM), w.rows, depth,
+               [&](int r) { return x0 + std::int64_t(tokens[r]) * H + k0; }, aligned, first_use);
+    base::template load_tile<BN>(ld, base::stage(t.ws, 2 * b, BN), cols, depth,
+               [&](int n) { return gate0 + std::int64_t(n) * H + k0; }, aligned, first_use);
+    base::template load_tile<BN>(ld, base::stage(t.ws, 2 * b + 1, BN), cols, depth,
+               [&](int n) { return up0 + std::int64_t(n) * H + k0; }, aligned, first_use);
+  }
+  KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b,
+                                                   Accumulators& a) {
+    frag::mma_nt(m, base::stage(t.xs, b, BM), base::stage(t.ws, 2 * b, BN), a.g,
+                 base::stage(t.ws, 2 * b + 1, BN), a.u);
+  }
+  KOKKOS_FORCEINLINE_FUNCTION static void zero(const member& m, Accumulators& a) {
+    frag::zero(m, a.g);
+    frag::zero(m, a.u);
+  }
+  KOKKOS_FORCEINLINE_FUNCTION static void finish(const member& m, Accumulators& a) {
+    frag::finish(m, a.g, a.u);
+  }
+
+  KOKKOS_FORCEINLINE_FUNCTION void store(const member& m, Accumulators& a,
+                                         const typename base::Work& w) const {
+    const int F = int(gate.extent(1));
+    const int cols = F - w.first_col < BN ? F - w.first_col : BN;
+    if (this->splits > 1) {
+      const std::int64_t row0 = std::int64_t(w.split) * assignments + w.first_row;
+      frag::template store<1>(
+          m,
+          [&](int r, int n, const auto& g, const auto& u) {
+            if (r < w.rows && n < cols) {
+              store_run(&partial(row0 + r, w.first_col + n), g, cols - n);
+              store_run(&partial(row0 + r, F + w.first_col + n), u, cols - n);
+            }
+          },
+          a.g, a.u);
+      return;
+    }
+    // Tile-major h: every row of the tile, the unused ones zero (their x
+    // rows are).
+    const int row0 = this->operand_row(w), rows = this->tile_major() ? BM : w.rows;
+    frag::template store<2>(
+        m,
+        [&](int r, int n, const auto& g, const auto& u) {
+          if (r < rows && n < cols)
+            store_run(&h(row0 + r, w.first_col + n), silu_times_as<Scalar>(g, u), cols - n);
+        },
+        a.g, a.u);
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(const member& m) const {
+    this->run(m, *this, int(x.extent(1)));
+  }
+};
+
+// gathered[t BM + r] = x[token of the r-th row of tile t] for the tiles in
+// use, zero past each tile's last row (tile-major: see
+// ExpertTileKernel::operand_row), so that the large gate/up kernel's tensor
+// copies find a tile's rows of x next to each other (one more pass over
+// about T k H values).
+template <class ExecutionSpace, class Scalar>
+struct GatherRowsKernel {
+  using memory_space = typename ExecutionSpace::memory_space;
+  DispatchPlan<memory_space> plan;
+  Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> x;     // [T, H]
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> gathered;    // [tiles * BM, H]
+  int k, experts;
+  int tile_rows;  // BM
+  bool aligned;   // x's rows start 16-byte aligned: 8 values per copy
+
+  // Item i: chunks q, q + C / 4, q + 2 C / 4, q + 3 C / 4 of gathered row p,
+  // C = H / 8 chunks of 8 values (the tensor maps need H a multiple of 8;
+  // every model we know has a multiple of 32): four loads in flight per
+  // thread, each coalesced over the warp (with one chunk per item and a
+  // 64-bit division each, the pass ran at 58 % of the memory's rate, with
+  // four at 79 %: DeepSeek-V3, 4096 tokens, 289 -> 211 us, ncu on the
+  // H200). Where C is not a multiple of 4, one chunk per item.
+  KOKKOS_INLINE_FUNCTION static int chunks_per_item(std::int64_t H) {
+    return (H / 8) % 4 == 0 ? 4 : 1;
+  }
+  // Over the rows of `tiles` tiles (the launch's upper bound; the tiles
+  // not in use return at once).
+  static std::int64_t items(std::int64_t tiles, int tile_rows, std::int64_t H) {
+    return tiles * tile_rows * (H / 8 / chunks_per_item(H));
+  }
+  struct alignas(16) Chunk {
+    std::uint32_t word[4];
+  };
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    const std::int64_t H = x.extent(1), per_item = chunks_per_item(H), stride = H / 8 / per_item;
+    std::int64_t p, q;
+    divide(i, stride, p, q);
+    const int tile = int(p) / tile_rows, r = int(p) - tile * tile_rows;
+    if (tile >= plan.tile_offsets(experts)) return;
+    const int first = plan.tiles(tile, 1);
+    Scalar* to      = &gathered(p, 0);
+    // (The tensor map over gathered made sure its rows are 16-byte aligned.)
+    auto* dst = reinterpret_cast<Chunk*>(to) + q;
+    if (r >= plan.tiles(tile, 2) - first) {
+      for (int j = 0; j < per_item; ++j) dst[j * stride] = Chunk{};
+      return;
+    }
+    const Scalar* from = &x(plan.order(first + r) / k, 0);
+    if (!aligned) {
+      for (std::int64_t c = q * 8; c < H; c += stride * 8)
+        for (int v = 0; v < 8; ++v) to[c + v] = from[c + v];
+      return;
+    }
+    const auto* src = reinterpret_cast<const Chunk*>(from) + q;
+    if (per_item == 4) {
+      Chunk c[4];
+      for (int j = 0; j < 4; ++j) c[j] = src[j * stride];
+      for (int j = 0; j < 4; ++j) dst[j * stride] = c[j];
+    } else {
+      *dst = *src;
+    }
+  }
+};
+
+// h[p][f] from the K parts of a split gate/up (see GateUpKernel), summed in
+// a fixed order.
+template <class ExecutionSpace, class Scalar>
+struct ActivationKernel {
+  using memory_space = typename ExecutionSpace::memory_space;
+  Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> partial;  // [splits * A, 2F]
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h;             // [A, F]
+  std::int64_t F, assignments;
+  int splits;
+
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t p, f;
+    divide(i, F, p, f);
+    float g = 0, u = 0;
+    for (int s = 0; s < splits; ++s) {
+      g += partial(s * assignments + p, f);
+      u += partial(s * assignments + p, F + f);
+    }
+    h(p, f) = from_float<Scalar>(silu_times_as<Scalar>(g, u));
+  }
+};
+
+}  // namespace Impl
+}  // namespace KokkosMoE
+
+#endif

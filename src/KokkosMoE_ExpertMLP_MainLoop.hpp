@@ -1,0 +1,182 @@
+// What both expert kernels share: the tile a team owns (the schedule), its
+// operands' loads and tensor maps, and the K main loop that sweeps K
+// through scratch tiles with the backend fragment, either every thread
+// loading and multiplying or, warp-specialised, producer threads loading
+// for the multipliers through the fragment's stage pipeline.
+#ifndef KOKKOSMOE_EXPERTMLP_MAINLOOP_HPP
+#define KOKKOSMOE_EXPERTMLP_MAINLOOP_HPP
+
+#include "KokkosMoE_ExpertMLP_Operands.hpp"
+#include "KokkosMoE_ExpertMLP_Schedule.hpp"
+#include "KokkosMoE_ExpertMLP_TensorMaps.hpp"
+#include "KokkosMoE_Fragment.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace KokkosMoE {
+namespace Impl {
+
+// A kernel derives from this and supplies its own parts (see run).
+template <class ExecutionSpace, class Scalar, class Frag>
+struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
+                          ExpertTileMaps<Frag>,
+                          OperandLoader<Scalar, Frag> {
+  using schedule     = ExpertTileSchedule<ExecutionSpace, Frag>;
+  using frag         = Frag;
+  using tile         = typename frag::tile;
+  using memory_space = typename ExecutionSpace::memory_space;
+  using policy       = typename schedule::policy;
+  using member       = typename policy::member_type;
+  static constexpr int BM = frag::tile_m, BN = frag::tile_n, BK = frag::tile_k;
+  static_assert(check_fragment<Frag, Scalar, member>(),
+                "the expert kernels need a matrix fragment: KokkosMoE_FragmentContract.hpp");
+
+  using typename schedule::Work;
+  using typename OperandLoader<Scalar, Frag>::Loader;
+  using schedule::work;
+  using ExpertTileMaps<Frag>::bulk_kernel;
+
+  // The K loop runs S = frag::stages buffers deep, one team barrier per
+  // step: iteration s waits for the copies of step c = s - L, passes the
+  // barrier, starts the loads of step s into buffer s % S and multiplies step
+  // c, L = S - 1 - F, F the multiplies the fragment leaves in flight (wgmma).
+  // Every iteration commits one copy group (empty past the last step), so
+  // waiting until at most L - 1 groups are pending means step c has landed,
+  // and after the barrier every thread's part of it has. Buffer s % S held
+  // step c - 1 - F, which every warp had finished multiplying before this
+  // barrier (F = 1: its wait in the multiply of step c - 1). (The loads are
+  // each kernel's force-inlined load_step rather than a lambda: a lambda
+  // called from two places was not inlined and its captures went to local
+  // memory.)
+  static constexpr int S = frag::stages;
+  static constexpr int F = frag::mma_in_flight;
+  static constexpr int L = S - 1 - F;
+  static_assert(L >= 1, "a stage to load while another multiplies");
+
+  // Stage b of an S-stage operand tile: rows [b * rows, (b + 1) * rows).
+  // (Made from a pointer: choosing between tile objects at run time would
+  // put them in local memory.)
+  KOKKOS_INLINE_FUNCTION static tile stage(const tile& t, int b, int rows) {
+    return tile(t.data() + std::size_t(b) * rows * frag::operand_stride, rows,
+                frag::operand_stride);
+  }
+
+  // Iteration s of the K loop begins: step s - L has landed for the whole
+  // team and buffer s % S is free.
+  KOKKOS_INLINE_FUNCTION static void begin_step(const member& m, int s) {
+    if (s < L) return;
+    frag::template wait_copies<L - 1>();
+    m.team_barrier();
+  }
+
+  KOKKOS_INLINE_FUNCTION static int steps_of(const Work& w) {
+    return (w.k_end - w.k_begin + BK - 1) / BK;
+  }
+  KOKKOS_INLINE_FUNCTION static int depth_of(const Work& w, int s) {
+    const int k0 = w.k_begin + s * BK;
+    return w.k_end - k0 < BK ? w.k_end - k0 : BK;
+  }
+
+  // A team's life, around the kernel's own parts (Kernel: its scratch and
+  // accumulators `team(m)`, `prepare` (scratch the loads need, by the
+  // loaders), `sources` (an item's operand row starts, made once per item),
+  // `load_step` (given the barrier its bulk copies complete on, null without
+  // them), `multiply`, `zero`, `finish`, `store`): one work
+  // item per team with every thread copying and multiplying, or, for a
+  // warp-specialised fragment, resident teams over all the items.
+  template <class Kernel>
+  KOKKOS_FORCEINLINE_FUNCTION void run(const member& m, const Kernel& kernel, int depth) const {
+    if constexpr (frag::producer_threads > 0)
+      run_specialized(m, kernel, depth);
+    else
+      run_team(m, kernel, depth);
+  }
+
+  template <class Kernel>
+  KOKKOS_FORCEINLINE_FUNCTION void run_team(const member& m, const Kernel& kernel,
+                                            int depth) const {
+    Work w;
+    if (!work(m.league_rank(), w, depth)) return;
+    auto t = kernel.team(m);
+    const Loader ld{m.team_rank(), m.team_size()};
+    kernel.prepare(t, w, ld);
+    m.team_barrier();
+    auto acc = kernel.accumulators(m);
+    kernel.zero(m, acc);
+    const auto from = kernel.sources(w);
+    const int steps = steps_of(w);
+    for (int s = 0; s < steps + L; ++s) {
+      begin_step(m, s);
+      if (s < steps)
+        kernel.load_step(t, from, w, ld, w.k_begin + s * BK, depth_of(w, s), s % S, s < S, nullptr);
+      frag::commit_copies();
+      if (s < L) continue;
+      kernel.multiply(m, t, (s - L) % S, acc);
+    }
+    kernel.finish(m, acc);
+    kernel.store(m, acc, w);
+  }
+
+  // The producer warps load step g of the team's life into stage g % S once
+  // the multipliers have freed it; the multipliers wait for each step's
+  // data, multiply, free the stage of step g - F (its wgmma now done: F
+  // batches are left in flight) and after an item's last step store while
+  // the producer runs ahead into the next item. No team barrier after the
+  // start.
+  template <class Kernel>
+  KOKKOS_FORCEINLINE_FUNCTION void run_specialized(const member& m, const Kernel& kernel,
+                                                   int depth) const {
+    using pipeline = typename frag::pipeline;
+    const pipeline pipe{static_cast<std::uint64_t*>(
+        m.team_scratch(0).get_shmem_aligned(pipeline::scratch_bytes(), 8))};
+    auto t = kernel.team(m);
+    auto acc = kernel.accumulators(m);
+    pipe.initialize(m.team_rank(), frag::producer_threads, frag::multiplier_threads / 32);
+    m.team_barrier();
+    Work w;
+    int g = 0;
+    if (!frag::multiplier(m)) {
+      const Loader ld{m.team_rank() - frag::multiplier_threads, frag::producer_threads};
+      for (int item = m.league_rank(); work(item, w, depth); item += m.league_size()) {
+        // The previous item's loads are done with the scratch prepare writes.
+        pipeline::sync_producer(frag::producer_threads);
+        kernel.prepare(t, w, ld);
+        pipeline::sync_producer(frag::producer_threads);
+        const auto from = kernel.sources(w);
+        const int steps = steps_of(w);
+        for (int s = 0; s < steps; ++s, ++g) {
+          pipe.wait_free(g);
+          kernel.load_step(t, from, w, ld, w.k_begin + s * BK, depth_of(w, s), g % S, g < S,
+                           pipe.loaded_barrier(g));
+          pipe.loaded_when_landed(g);
+        }
+      }
+      frag::template wait_copies<0>();  // nothing in flight when the warp exits
+      return;
+    }
+    const int lane = m.team_rank() % 32;
+    // Tensor copies write scratch through the async proxy, which wgmma
+    // reads through: only the producer's plain and cp.async writes (16-byte
+    // copies) need the multipliers' proxy fence after each wait.
+    const bool plain_writes = !bulk_kernel();
+    for (int item = m.league_rank(); work(item, w, depth); item += m.league_size()) {
+      kernel.zero(m, acc);
+      const int steps = steps_of(w);
+      for (int s = 0; s < steps; ++s, ++g) {
+        pipe.wait_loaded(g, plain_writes);
+        kernel.multiply(m, t, g % S, acc);
+        if (s >= F) pipe.release(g - F, lane);  // its multiplies are done
+      }
+      kernel.finish(m, acc);
+      for (int s = steps < F ? steps : F; s > 0; --s) pipe.release(g - s, lane);
+      kernel.store(m, acc, w);
+    }
+  }
+};
+
+}  // namespace Impl
+}  // namespace KokkosMoE
+
+#endif

@@ -1,0 +1,112 @@
+// The tensor-map plumbing of the expert kernels, for fragments with bulk
+// copies (producer_threads > 0): the layer's maps of the large kernels'
+// operands, made once per layer, and what a kernel does with them.
+#ifndef KOKKOSMOE_EXPERTMLP_TENSORMAPS_HPP
+#define KOKKOSMOE_EXPERTMLP_TENSORMAPS_HPP
+
+#include "KokkosMoE_Fragment.hpp"
+
+#include <Kokkos_Core.hpp>
+
+#include <cstdint>
+
+namespace KokkosMoE {
+namespace Impl {
+
+// Slots of the layer's tensor maps (ExpertTileKernel::maps).
+enum CopyMap { gate_map, up_map, down_map, activations_map, gathered_map, copy_map_count };
+
+// A kernel's tensor maps (see copy_maps) or null: the fragment's bulk copies
+// where it has them, else 16-byte copies.
+template <class Frag>
+struct ExpertTileMaps {
+  const std::uint64_t* maps = nullptr;
+  KOKKOS_INLINE_FUNCTION const std::uint64_t* map(int slot) const {
+    return maps + slot * map_words;
+  }
+  static constexpr int map_words = 16;
+
+  // Whether load_step moves its operand tiles by the fragment's bulk copies
+  // (the producer's thread 0 issues them after announcing their bytes)
+  // instead of load_tile: a warp-specialised fragment whose tensor maps
+  // could be made.
+  KOKKOS_INLINE_FUNCTION bool bulk_kernel() const {
+    return Frag::producer_threads > 0 && maps != nullptr;
+  }
+  KOKKOS_INLINE_FUNCTION bool bulk(const std::uint64_t* barrier) const {
+    return bulk_kernel() && barrier != nullptr;
+  }
+  template <class Loader>
+  KOKKOS_INLINE_FUNCTION void acquire_maps(const Loader& ld, int first, int count) const {
+    if constexpr (Frag::producer_threads > 0)
+      if (maps != nullptr && ld.rank == 0)
+        for (int i = first; i < first + count; ++i) Frag::acquire_map(map(i));
+  }
+
+  // Where the rows of an item's tile start in the operands that come by
+  // tensor copies (x's gathered rows, h): tile-major, tile t at row t BM,
+  // its rows past the last in use zero (GatherRowsKernel; the gate/up
+  // kernel stores them as zeros of h), so that a partly filled tile
+  // multiplies zeros. Run for long, the H200 holds the large kernels at its
+  // power cap (700 W, 1.4-1.5 GHz instead of 1.98), where a product of zero
+  // rows costs less: a bf16 GEMM with half of its rows zero ran 1.13x
+  // faster, and long runs of the layer 1.01-1.07x.
+  // Elsewhere rows are in sorted order.
+  KOKKOS_INLINE_FUNCTION bool tile_major() const { return bulk_kernel(); }
+  template <class Work>
+  KOKKOS_INLINE_FUNCTION int operand_row(const Work& w) const {
+    return tile_major() ? w.tile * Frag::tile_m : w.first_row;
+  }
+};
+
+// Whether the layer's large kernels take their operands by tensor copies
+// (then the layer keeps x's rows gathered, tile-major, for them).
+template <class ExecutionSpace, class Scalar>
+constexpr bool bulk_copies() {
+  return Fragment<ExecutionSpace, Scalar, TileSize::large>::producer_threads > 0 &&
+         DownFragment<ExecutionSpace, Scalar, TileSize::large>::producer_threads > 0;
+}
+
+// The tensor maps of the large kernels' operands (gate, up and down
+// weights, activations h, gathered rows of x) in device memory, for
+// fragments with bulk copies;
+// an empty view elsewhere or where a map cannot be made (unaligned rows,
+// strided views, no driver entry point): the kernels then copy 16 bytes at
+// a time. Made once per layer, so a forward does no host work for them.
+// Boxes are the large kernels' tiles: gate/up's BN (weights) and BM (x's
+// rows), down's BN (weights) and BM (h).
+template <class ExecutionSpace, class Scalar, class Weights, class Activations>
+Kokkos::View<std::uint64_t*, typename ExecutionSpace::memory_space> copy_maps(
+    const Weights& w, const Activations& h, const Activations& gathered) {
+  using gate_up = Fragment<ExecutionSpace, Scalar, TileSize::large>;
+  using down    = DownFragment<ExecutionSpace, Scalar, TileSize::large>;
+  Kokkos::View<std::uint64_t*, typename ExecutionSpace::memory_space> maps;
+  if constexpr (bulk_copies<ExecutionSpace, Scalar>()) {
+    static_assert(gate_up::tile_m == down::tile_m, "one tile height for the tile-major x and h");
+    constexpr int words = ExpertTileMaps<gate_up>::map_words;
+    alignas(64) std::uint64_t host[copy_map_count][words] = {};
+    const std::uint64_t E = w.gate.extent(0), F = w.gate.extent(1), H = w.gate.extent(2);
+    const bool made =
+        w.gate.span_is_contiguous() && w.up.span_is_contiguous() && w.down.span_is_contiguous() &&
+        h.span_is_contiguous() &&
+        gate_up::encode_map(host[gate_map], w.gate.data(), E * F, H, gate_up::tile_n) &&
+        gate_up::encode_map(host[up_map], w.up.data(), E * F, H, gate_up::tile_n) &&
+        down::encode_map(host[down_map], w.down.data(), E * H, F, down::tile_n) &&
+        down::encode_map(host[activations_map], h.data(), h.extent(0), F, down::tile_m) &&
+        gathered.span_is_contiguous() &&
+        gate_up::encode_map(host[gathered_map], gathered.data(), gathered.extent(0), H,
+                            gate_up::tile_m);
+    if (!made) return maps;
+    maps = decltype(maps)("KokkosMoE::tensor_maps", copy_map_count * words);
+    if (reinterpret_cast<std::uintptr_t>(maps.data()) % 64 != 0) return decltype(maps)();
+    Kokkos::deep_copy(maps, Kokkos::View<const std::uint64_t*, Kokkos::HostSpace,
+                                         Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                                &host[0][0], copy_map_count * words));
+  }
+  return maps;
+}
+
+}  // namespace Impl
+}  // namespace KokkosMoE
+
+#endif

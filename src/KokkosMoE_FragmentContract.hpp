@@ -1,0 +1,251 @@
+// The matrix-fragment contract: every member the expert kernels
+// (KokkosMoE_ExpertMLP_*.hpp) use of a backend's fragment, what it must do,
+// and a compile-time check of it. A fragment is a struct of types, constants
+// and static functions (no state), one per tile shape: Fragment<Space,
+// Scalar, Size> and DownFragment<...> (KokkosMoE_Fragment.hpp) name it.
+// docs/adding-a-backend.md says the same in prose.
+//
+// Types
+//   tile              a non-owning view of an operand tile in team scratch:
+//                     tile(p, rows, operand_stride) over operand_type* p,
+//                     data(), extent_int(0) (its rows)
+//   operand_type      what an operand tile holds: the storage type itself
+//                     (tensor cores) or a wider one (the portable float)
+//   accumulator_type  one tile_m x tile_n output tile's accumulators, opaque
+//                     to the kernels (a thread's registers, or team scratch)
+//   launch_bounds     the Kokkos::LaunchBounds of the kernels' TeamPolicy
+//
+// Constants (static constexpr)
+//   int tile_m, tile_n, tile_k  rows of a (tokens), rows of b (output
+//                     columns), depth of one K step: acc (tile_m x tile_n)
+//                     += a (tile_m x tile_k) b^T (tile_n x tile_k)
+//   int operand_stride  an operand tile of R rows is operand_stride * R
+//                     elements; the kernels lay S stages of it end to end
+//   bool k_contiguous  16 bytes of consecutive k of a row are adjacent and
+//                     16-byte aligned at element(): loads may copy16 them
+//   int stages        S, buffers per operand: the K loop loads S - 1 -
+//                     mma_in_flight steps ahead (at least one)
+//   int mma_in_flight  batches mma_nt may leave running when it returns
+//                     (0: done on return); finish waits for them
+//   int producer_threads  0: every thread loads and multiplies, one team per
+//                     work item; > 0: that many threads after the
+//                     multiplier_threads only load (warp specialisation),
+//                     and the bulk-copy members below are required
+//   int team_threads  threads per team known at compile time (full-tile
+//                     loads unroll over it), or 0: chosen at run time
+//
+// Static functions (KOKKOS_INLINE_FUNCTION unless said host)
+//   to_operand(Scalar) -> operand_type          an element not copied as is
+//   element(tile, r, c) -> operand_type*        where row r, depth c lives
+//                     (the fragment's layout: k-major, swizzled, ...)
+//   operand(member, rows) -> tile               the next tile of team scratch
+//   accumulator(member) -> accumulator_type     zero() before use
+//   host operand_bytes(rows), accumulator_bytes()  the scratch those take,
+//                     alignment slack included
+//   copy16(dst, src)  16 bytes global -> scratch, possibly asynchronous
+//   commit_copies()   closes this thread's group of copies (one a K step)
+//   wait_copies<pending>()  until at most `pending` of this thread's groups
+//                     are in flight; makes its scratch writes visible to
+//                     mma_nt once the team barrier after it has passed
+//   host split_k_teams() -> int64  teams a launch should reach before
+//                     split-K stops paying
+//   host resident_teams() -> int  0: one team per work item; else this many
+//                     teams walk all items (producer_threads > 0 only)
+//   host team_size() -> int  threads per team (team_threads where not 0)
+//   zero(member, acc)
+//   mma_nt(member, a, b, acc[, b2, acc2])  acc += a b^T (and acc2 += a b2^T,
+//                     sharing the reads of a; b2 right after b in scratch may
+//                     be multiplied with b as one tile twice as wide); all
+//                     threads of the team (the multipliers, where producer
+//                     threads load) call it with the same tiles
+//   finish(member, acc...)  waits for the multiplies in flight; acc final
+//   store<Width>(member, f, acc...)  calls f(m, n, run...) for the outputs
+//                     the calling thread holds: one ValueRun<W> per
+//                     accumulator, W <= Width (1 or 2) consecutive columns
+//                     from (m, n)
+//
+// Bulk copies (only where producer_threads > 0)
+//   pipeline          a stage pipeline over pipeline::scratch_bytes() of
+//                     8-byte aligned scratch: initialize, wait_free,
+//                     loaded_barrier, loaded_when_landed, wait_loaded,
+//                     release, static sync_producer (KokkosMoE_Cuda_Pipeline.hpp)
+//   int multiplier_threads  team ranks [0, multiplier_threads) multiply
+//   multiplier(member) -> bool  whether the calling thread multiplies
+//   expect_bytes(barrier, bytes)  bytes of bulk loads that complete it
+//   bulk_load(tile, map, row, col, barrier)  one tile by one thread
+//   acquire_map(map)  orders a map written from the host before its loads
+//   host encode_map(map, data, rows, cols, box_rows) -> bool  the 128-byte
+//                     map of a row-major matrix, or false: 16-byte copies
+#ifndef KOKKOSMOE_FRAGMENTCONTRACT_HPP
+#define KOKKOSMOE_FRAGMENTCONTRACT_HPP
+
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+namespace KokkosMoE {
+namespace Impl {
+namespace fragment_contract {
+
+// The detection idiom: whether Op<Args...> is well formed.
+template <class, template <class...> class Op, class... Args>
+struct detect : std::false_type {};
+template <template <class...> class Op, class... Args>
+struct detect<std::void_t<Op<Args...>>, Op, Args...> : std::true_type {};
+template <template <class...> class Op, class... Args>
+constexpr bool has = detect<void, Op, Args...>::value;
+
+template <bool... Conditions>
+using all = std::enable_if_t<(Conditions && ...)>;
+
+template <class F>
+using types = std::void_t<typename F::tile, typename F::operand_type,
+                          typename F::accumulator_type, typename F::launch_bounds>;
+
+// Each a constant expression (a template argument).
+template <class F>
+using constants = std::void_t<
+    std::integral_constant<int, F::tile_m>, std::integral_constant<int, F::tile_n>,
+    std::integral_constant<int, F::tile_k>, std::integral_constant<int, F::operand_stride>,
+    std::integral_constant<bool, F::k_contiguous>, std::integral_constant<int, F::stages>,
+    std::integral_constant<int, F::mma_in_flight>,
+    std::integral_constant<int, F::producer_threads>,
+    std::integral_constant<int, F::team_threads>>;
+
+template <class F, class Tile = typename F::tile, class Operand = typename F::operand_type>
+using tile_view =
+    all<std::is_constructible<Tile, Operand*, int, int>::value,
+        std::is_same<decltype(std::declval<const Tile&>().data()), Operand*>::value,
+        std::is_convertible<decltype(std::declval<const Tile&>().extent_int(0)), int>::value>;
+
+template <class F, class Scalar, class Member, class Tile = typename F::tile,
+          class Operand = typename F::operand_type>
+using scratch = all<
+    std::is_same<decltype(F::operand(std::declval<const Member&>(), 0)), Tile>::value,
+    std::is_same<decltype(F::accumulator(std::declval<const Member&>())),
+                 typename F::accumulator_type>::value,
+    std::is_same<decltype(F::element(std::declval<const Tile&>(), 0, 0)), Operand*>::value,
+    std::is_convertible<decltype(F::to_operand(std::declval<Scalar>())), Operand>::value,
+    std::is_convertible<decltype(F::operand_bytes(0)), std::size_t>::value,
+    std::is_convertible<decltype(F::accumulator_bytes()), std::size_t>::value>;
+
+template <class F>
+using copies = std::void_t<decltype(F::copy16(std::declval<void*>(), std::declval<const void*>())),
+                           decltype(F::commit_copies()), decltype(F::template wait_copies<0>())>;
+
+template <class F>
+using launch = all<std::is_convertible<decltype(F::team_size()), int>::value,
+                   std::is_convertible<decltype(F::resident_teams()), int>::value,
+                   std::is_convertible<decltype(F::split_k_teams()), std::int64_t>::value>;
+
+// What store hands runs of accumulator values to.
+struct StoreProbe {
+  template <class... Runs>
+  void operator()(int, int, const Runs&...) const {}
+};
+
+// As the kernels call them: down with one (b, acc) pair, gate/up with two.
+template <class F, class Member, class Tile = typename F::tile,
+          class Acc = typename F::accumulator_type&>
+using multiply = std::void_t<
+    decltype(F::zero(std::declval<const Member&>(), std::declval<Acc>())),
+    decltype(F::mma_nt(std::declval<const Member&>(), std::declval<Tile>(), std::declval<Tile>(),
+                       std::declval<Acc>())),
+    decltype(F::mma_nt(std::declval<const Member&>(), std::declval<Tile>(), std::declval<Tile>(),
+                       std::declval<Acc>(), std::declval<Tile>(), std::declval<Acc>())),
+    decltype(F::finish(std::declval<const Member&>(), std::declval<Acc>())),
+    decltype(F::finish(std::declval<const Member&>(), std::declval<Acc>(), std::declval<Acc>())),
+    decltype(F::template store<2>(std::declval<const Member&>(), StoreProbe{},
+                                  std::declval<Acc>())),
+    decltype(F::template store<1>(std::declval<const Member&>(), StoreProbe{},
+                                  std::declval<Acc>(), std::declval<Acc>()))>;
+
+template <class F, class Member>
+using bulk_copy_members = all<
+    (std::integral_constant<int, F::multiplier_threads>::value >= 0),
+    std::is_convertible<decltype(F::multiplier(std::declval<const Member&>())), bool>::value,
+    std::is_convertible<decltype(F::encode_map(std::declval<void*>(), std::declval<const void*>(),
+                                               std::uint64_t(), std::uint64_t(), 0)),
+                        bool>::value,
+    std::is_void<std::void_t<decltype(F::expect_bytes(std::declval<std::uint64_t*>(), 0)),
+                             decltype(F::bulk_load(std::declval<const typename F::tile&>(),
+                                                   std::declval<const void*>(), 0, 0,
+                                                   std::declval<std::uint64_t*>())),
+                             decltype(F::acquire_map(std::declval<const void*>()))>>::value>;
+
+template <class F, class P = typename F::pipeline>
+using stage_pipeline = all<
+    std::is_convertible<decltype(P::scratch_bytes()), std::size_t>::value,
+    std::is_same<decltype(std::declval<const P&>().loaded_barrier(0)), std::uint64_t*>::value,
+    std::is_void<std::void_t<decltype(P{std::declval<std::uint64_t*>()}),
+                             decltype(std::declval<const P&>().initialize(0, 0, 0)),
+                             decltype(std::declval<const P&>().wait_free(0)),
+                             decltype(std::declval<const P&>().loaded_when_landed(0)),
+                             decltype(std::declval<const P&>().wait_loaded(0, true)),
+                             decltype(std::declval<const P&>().release(0, 0)),
+                             decltype(P::sync_producer(0))>>::value>;
+
+template <class F, class Scalar, class Member>
+constexpr bool holds() {
+  if constexpr (has<types, F> && has<constants, F>)
+    return has<tile_view, F> && has<scratch, F, Scalar, Member> && has<copies, F> &&
+           has<launch, F> && has<multiply, F, Member> &&
+           F::stages - 1 - F::mma_in_flight >= 1 &&
+           (F::producer_threads == 0 ||
+            (has<bulk_copy_members, F, Member> && has<stage_pipeline, F>));
+  else
+    return false;
+}
+
+}  // namespace fragment_contract
+
+// Whether F is a matrix fragment for the kernels' Scalar and team Member.
+template <class F, class Scalar, class Member>
+struct is_fragment
+    : std::integral_constant<bool, fragment_contract::holds<F, Scalar, Member>()> {};
+
+// The check the kernels apply (ExpertTileKernel): true for a fragment, else
+// compile errors that name the parts of the contract F misses.
+template <class F, class Scalar, class Member>
+constexpr bool check_fragment() {
+  namespace c = fragment_contract;
+#define KOKKOSMOE_FRAGMENT_CONTRACT "KokkosMoE matrix fragment (src/KokkosMoE_FragmentContract.hpp): "
+  static_assert(c::has<c::types, F>, KOKKOSMOE_FRAGMENT_CONTRACT
+                "needs the types tile, operand_type, accumulator_type and launch_bounds");
+  static_assert(c::has<c::constants, F>, KOKKOSMOE_FRAGMENT_CONTRACT
+                "needs static constexpr tile_m, tile_n, tile_k, operand_stride, k_contiguous, "
+                "stages, mma_in_flight, producer_threads and team_threads");
+  if constexpr (c::has<c::types, F> && c::has<c::constants, F>) {
+    static_assert(c::has<c::tile_view, F>, KOKKOSMOE_FRAGMENT_CONTRACT
+                  "tile must be a view made from (operand_type*, rows, operand_stride), with "
+                  "data() and extent_int(0)");
+    static_assert(c::has<c::scratch, F, Scalar, Member>, KOKKOSMOE_FRAGMENT_CONTRACT
+                  "needs operand(member, rows) -> tile, accumulator(member) -> "
+                  "accumulator_type, element(tile, r, c) -> operand_type*, to_operand(Scalar), "
+                  "operand_bytes(rows) and accumulator_bytes()");
+    static_assert(c::has<c::copies, F>, KOKKOSMOE_FRAGMENT_CONTRACT
+                  "needs copy16(void*, const void*), commit_copies() and wait_copies<pending>()");
+    static_assert(c::has<c::launch, F>, KOKKOSMOE_FRAGMENT_CONTRACT
+                  "needs team_size(), resident_teams() and split_k_teams()");
+    static_assert(c::has<c::multiply, F, Member>, KOKKOSMOE_FRAGMENT_CONTRACT
+                  "needs zero(member, acc), mma_nt(member, a, b, acc[, b2, acc2]), "
+                  "finish(member, acc...) and store<1 or 2>(member, f, acc...)");
+    static_assert(F::stages - 1 - F::mma_in_flight >= 1, KOKKOSMOE_FRAGMENT_CONTRACT
+                  "stages must leave a stage loading while mma_in_flight batches run");
+    static_assert(F::producer_threads == 0 || c::has<c::bulk_copy_members, F, Member>,
+                  KOKKOSMOE_FRAGMENT_CONTRACT
+                  "producer_threads > 0 needs multiplier_threads, multiplier(member), "
+                  "expect_bytes, bulk_load, acquire_map and encode_map");
+    static_assert(F::producer_threads == 0 || c::has<c::stage_pipeline, F>,
+                  KOKKOSMOE_FRAGMENT_CONTRACT
+                  "producer_threads > 0 needs a pipeline type (see KokkosMoE_Cuda_Pipeline.hpp)");
+  }
+#undef KOKKOSMOE_FRAGMENT_CONTRACT
+  return is_fragment<F, Scalar, Member>::value;
+}
+
+}  // namespace Impl
+}  // namespace KokkosMoE
+
+#endif
