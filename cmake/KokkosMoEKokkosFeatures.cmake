@@ -33,7 +33,11 @@ if(KokkosMoE_ENABLE_KOKKOSKERNELS)
     message(FATAL_ERROR "KokkosMoE: Kokkos Kernels ${KokkosKernels_VERSION} found in "
       "${KokkosKernels_DIR} exports neither Kokkos::kokkoskernels nor KokkosKernels::all_libs")
   endif()
-  message(STATUS "KokkosMoE: Kokkos Kernels ${KokkosKernels_VERSION} (${KokkosMoE_KOKKOSKERNELS_TARGET})")
+  set(_kmoe_kk_version "${KokkosKernels_VERSION}")
+  if(NOT _kmoe_kk_version)
+    set(_kmoe_kk_version "of Trilinos ${Trilinos_VERSION}")  # Trilinos exports no version of its own
+  endif()
+  message(STATUS "KokkosMoE: Kokkos Kernels ${_kmoe_kk_version} (${KokkosMoE_KOKKOSKERNELS_TARGET})")
 else()
   message(STATUS "KokkosMoE: without Kokkos Kernels (router GEMM by our own kernel, no unfused baseline)")
 endif()

@@ -2,21 +2,66 @@
 # Builds KokkosMoE (library, drivers, tests, benchmarks) for one backend,
 # building Kokkos first when needed (scripts/deps.sh). Prints the build dir.
 #
-#   scripts/build.sh [host|cuda]     (default host; build dir build-<backend>)
+#   scripts/build.sh [host|cuda|hip]     (default host; build dir build-<backend>)
 #
-# Kokkos_ROOT=<prefix> uses an installed Kokkos + Kokkos Kernels instead.
+#   host   OpenMP + Serial, g++
+#   cuda   CUDA + Serial, sm_90a, through Kokkos' nvcc_wrapper (needs nvcc)
+#   hip    HIP + Serial, gfx90a by default (HIP_ARCH, see scripts/deps.sh),
+#          with Debian's hipcc; links against Debian's libamdhip64. Compiles
+#          and links only here: no AMD GPU to run on
+#
+# Environment:
+#   Kokkos_ROOT=<prefix>  uses an installed Kokkos + Kokkos Kernels instead
+#   CUDA_ARCH, HIP_ARCH   Kokkos arch names, passed on to scripts/deps.sh
+#   JOBS                  parallel compile jobs (default: nproc)
+#   KOKKOS_MOE_CACHE      cache root (default ~/.cache/kokkos-moe)
+#   CCACHE_DIR            ccache's cache (default $KOKKOS_MOE_CACHE/ccache)
+#   KOKKOS_MOE_CCACHE=0   compiles without ccache
+#
+# The project's C and C++ compiles go through ccache when it is installed
+# (deps.sh installs it), for g++, nvcc_wrapper and hipcc alike: ccache
+# preprocesses with the compiler itself, whose -E output covers the device
+# pass too (a change seen only under __CUDA_ARCH__ or __HIP_DEVICE_COMPILE__
+# misses, as it must). The launcher sets CCACHE_DIR and CCACHE_BASEDIR (this
+# checkout), so a fresh clone elsewhere (CI) hits what an earlier one cached.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 backend=${1:-host}
 jobs=${JOBS:-$(nproc)}
 build="$root/build-$backend"
+cache=${KOKKOS_MOE_CACHE:-$HOME/.cache/kokkos-moe}
 
 prefix=$("$root/scripts/deps.sh" "$backend" | tail -n 1)
-extra=()
+# A build dir keeps the Kokkos it first found (Kokkos_DIR) over Kokkos_ROOT:
+# forget it, so a new deps key (patches, arch) is picked up.
+extra=(-UKokkos_DIR -UKokkosKernels_DIR)
+ccache_env=()
 if [ "$backend" = cuda ]; then
   # Kokkos' nvcc_wrapper compiles the CUDA backend's C++; its default arch is
   # Hopper (sm_90) in our patched copy, and Kokkos adds the configured arch.
   extra+=(-DCMAKE_CXX_COMPILER="$prefix/bin/nvcc_wrapper")
+  # ccache would key the compiler on the wrapper script's mtime; its
+  # --version (nvcc's) changes with the CUDA toolkit instead.
+  ccache_env+=("CCACHE_COMPILERCHECK=%compiler% --version")
+elif [ "$backend" = hip ]; then
+  # Kokkos adds --amdgpu-target=<gfx> to each compile; hipcc links the HIP
+  # runtime (libamdhip64) itself. hipcc called without an arch (CMake's probes,
+  # links) asks rocm_agent_enumerator, a traceback without a GPU: give it the
+  # arch Kokkos was built for.
+  gfx=$(grep -ho -e '--amdgpu-target=gfx[0-9a-z]*' -e '--offload-arch=gfx[0-9a-z]*' \
+    "$prefix"/lib*/cmake/Kokkos/KokkosTargets.cmake 2>/dev/null | head -n 1 | cut -d= -f2 || true)
+  [ -n "$gfx" ] && export HCC_AMDGPU_TARGET=$gfx
+  extra+=(-DCMAKE_CXX_COMPILER=hipcc)
+  # hipcc is a perl script in front of clang: key ccache on its --version.
+  ccache_env+=("CCACHE_COMPILERCHECK=%compiler% --version")
+fi
+if [ "${KOKKOS_MOE_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null; then
+  launcher="env;CCACHE_DIR=${CCACHE_DIR:-$cache/ccache};CCACHE_BASEDIR=$root"
+  for e in "${ccache_env[@]}"; do launcher+=";$e"; done
+  launcher+=";ccache"
+  extra+=(-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher" -DCMAKE_C_COMPILER_LAUNCHER="$launcher")
+else
+  extra+=(-UCMAKE_CXX_COMPILER_LAUNCHER -UCMAKE_C_COMPILER_LAUNCHER)
 fi
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
   -DKokkos_ROOT="$prefix" -DKokkosKernels_ROOT="$prefix" "${extra[@]}" >&2

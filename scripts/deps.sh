@@ -2,16 +2,28 @@
 # Installs what KokkosMoE needs and builds Kokkos + Kokkos Kernels 3.4.01 from
 # Debian's trilinos source package when no usable installation is given.
 #
-#   scripts/deps.sh [host|cuda]...      (default: host)
+#   scripts/deps.sh [host|cuda|hip]...      (default: host)
+#
+#   host   OpenMP + Serial, g++
+#   cuda   CUDA + Serial through Kokkos' nvcc_wrapper (nvcc on PATH)
+#   hip    HIP + Serial with Debian's hipcc 5.2 (clang 15), installed here with
+#          libamdhip64-dev; compiles and links without an AMD GPU. Kokkos
+#          Kernels 3.4 has no rocBLAS TPL: its own kernels serve HIP
 #
 # Prints nothing but progress on stderr; the last line on stdout of each
-# backend is the install prefix (also reachable as $CACHE/<key>/install).
+# backend is the install prefix (also reachable as $CACHE/<key>/install; <key>
+# is kokkos-<version>-<backend>[-<CUDA_ARCH or HIP_ARCH>]-<hash of
+# cmake/patches/*.patch and this script>).
 #
 # Environment:
 #   KOKKOS_MOE_CACHE   cache root (default ~/.cache/kokkos-moe)
 #   Kokkos_ROOT        an existing Kokkos install (spack, module): nothing is
 #                      built, this prefix is printed instead
 #   CUDA_ARCH          Kokkos arch name for the CUDA build (default HOPPER90)
+#   HIP_ARCH           Kokkos arch name for the HIP build (default VEGA90A,
+#                      gfx90a, MI200; also VEGA908 gfx908, AMD_GFX940 gfx940:
+#                      VEGA90A and AMD_GFX940 come from our patch
+#                      cmake/patches/kokkos-3.4-hip-gfx90a.patch)
 #   JOBS               parallel compile jobs (default: nproc)
 set -euo pipefail
 
@@ -20,6 +32,7 @@ root=$(cd "$here/.." && pwd)
 cache=${KOKKOS_MOE_CACHE:-$HOME/.cache/kokkos-moe}
 jobs=${JOBS:-$(nproc)}
 cuda_arch=${CUDA_ARCH:-HOPPER90}
+hip_arch=${HIP_ARCH:-VEGA90A}
 kokkos_version=3.4.01
 trilinos_version=13.2.0
 log() { echo "[deps] $*" >&2; }
@@ -27,11 +40,14 @@ log() { echo "[deps] $*" >&2; }
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # Debian packages: HDF5 (trace component), GoogleTest, Google Benchmark,
-# compilers.
+# compilers, ccache (scripts/build.sh's compiles); hipcc and the HIP runtime
+# (libamdhip64) only when the hip backend is asked for.
 install_debian_packages() {
-  local missing=()
+  local missing=() packages=(libhdf5-dev libgtest-dev libbenchmark-dev cmake g++
+    gfortran make patch ccache)
   # gfortran: the Fortran module and example (CI checks them against the install).
-  for p in libhdf5-dev libgtest-dev libbenchmark-dev cmake g++ gfortran make patch; do
+  case " $* " in *" hip "*) packages+=(hipcc libamdhip64-dev) ;; esac
+  for p in "${packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -74,14 +90,24 @@ fetch_sources() {
   echo "$dir"
 }
 
+# The gfx target of a Kokkos AMD GPU arch name.
+amdgpu_target() {
+  case $1 in
+    VEGA900) echo gfx900 ;; VEGA906) echo gfx906 ;; VEGA908) echo gfx908 ;;
+    VEGA90A) echo gfx90a ;; AMD_GFX940) echo gfx940 ;;
+    *) log "unknown HIP_ARCH $1 (VEGA900|VEGA906|VEGA908|VEGA90A|AMD_GFX940)"; exit 2 ;;
+  esac
+}
+
 patch_hash() {
   cat "$root"/cmake/patches/*.patch "$0" | sha256sum | cut -c1-12
 }
 
 build_backend() {
-  local backend=$1 key prefix src build kokkos_opts cxx
+  local backend=$1 key prefix src build kokkos_opts cxx gfx
   key="kokkos-$kokkos_version-$backend-$(patch_hash)"
   [ "$backend" = cuda ] && key="kokkos-$kokkos_version-cuda-$cuda_arch-$(patch_hash)"
+  [ "$backend" = hip ] && key="kokkos-$kokkos_version-hip-$hip_arch-$(patch_hash)"
   prefix="$cache/$key/install"
   if [ -f "$prefix/.complete" ]; then
     log "$backend: cached at $prefix"
@@ -105,7 +131,16 @@ build_backend() {
       kokkos_opts=(-DKokkos_ENABLE_CUDA=ON -DKokkos_ENABLE_SERIAL=ON
         -DKokkos_ENABLE_CUDA_LAMBDA=ON -DKokkos_ARCH_${cuda_arch}=ON)
       ;;
-    *) log "unknown backend $backend (host|cuda)"; exit 2 ;;
+    hip)
+      cxx=hipcc
+      kokkos_opts=(-DKokkos_ENABLE_HIP=ON -DKokkos_ENABLE_SERIAL=ON
+        -DKokkos_ARCH_${hip_arch}=ON)
+      # hipcc runs rocm_agent_enumerator (a traceback without a GPU) whenever
+      # it is called without an arch, as CMake's probes do: give it ours.
+      gfx=$(amdgpu_target "$hip_arch")
+      export HCC_AMDGPU_TARGET=$gfx
+      ;;
+    *) log "unknown backend $backend (host|cuda|hip)"; exit 2 ;;
   esac
 
   log "$backend: building Kokkos $kokkos_version into $prefix"
@@ -127,6 +162,7 @@ build_backend() {
     -DKokkosKernels_INST_LAYOUTLEFT=OFF -DKokkosKernels_INST_LAYOUTRIGHT=OFF
     -DKokkosKernels_INST_EXECSPACE_OPENMP=OFF -DKokkosKernels_INST_EXECSPACE_SERIAL=OFF
     -DKokkosKernels_INST_EXECSPACE_CUDA=OFF -DKokkosKernels_INST_MEMSPACE_CUDAUVMSPACE=OFF
+    -DKokkosKernels_INST_EXECSPACE_HIP=OFF -DKokkosKernels_INST_MEMSPACE_HIPSPACE=OFF
     -DKokkosKernels_ENABLE_TESTS=OFF -DKokkosKernels_ENABLE_EXAMPLES=OFF)
   # cuSPARSE's legacy API is gone in CUDA 12+; cuBLAS serves the reference GEMM.
   [ "$backend" = cuda ] && kk_opts+=(-DKokkosKernels_ENABLE_TPL_CUSPARSE=OFF
@@ -147,7 +183,7 @@ build_backend() {
 main() {
   local backends=("$@")
   [ ${#backends[@]} -eq 0 ] && backends=(host)
-  install_debian_packages
+  install_debian_packages "${backends[@]}"
   for b in "${backends[@]}"; do
     if [ -n "${Kokkos_ROOT:-}" ]; then
       log "using Kokkos from Kokkos_ROOT=$Kokkos_ROOT"

@@ -1,9 +1,11 @@
 // The team scratch a kernel asks for, checked against what its backend gives
 // at level 0 before the launch: Kokkos aborts the process on a request above
-// scratch_size_max (Serial and OpenMP since Kokkos 5.1 allow 32 KiB; CUDA 40
-// KiB unless the launch opts in to more).
+// the limit (Serial and OpenMP since Kokkos 5.1 allow 32 KiB; CUDA 40 KiB
+// unless the launch opts in to more).
 #ifndef KOKKOSMOE_TEAMSCRATCH_HPP
 #define KOKKOSMOE_TEAMSCRATCH_HPP
+
+#include <KokkosMoE/KokkosMoE_BuildConfig.hpp>
 
 #include <Kokkos_Core.hpp>
 
@@ -14,9 +16,19 @@
 namespace KokkosMoE {
 namespace Impl {
 
+// The most level-0 scratch a team of ExecutionSpace may have: Kokkos'
+// scratch_size_max(0), unless the backend's file below knows better.
+template <class ExecutionSpace>
+struct TeamScratchLimit {
+  template <class Policy>
+  static std::size_t level0(const Policy& policy) {
+    return std::size_t(policy.scratch_size_max(0));
+  }
+};
+
 template <class Policy>
 void require_team_scratch(const Policy& policy, std::size_t bytes, const char* kernel) {
-  const std::size_t most = std::size_t(policy.scratch_size_max(0));
+  const std::size_t most = TeamScratchLimit<typename Policy::execution_space>::level0(policy);
   if (bytes > most)
     throw std::runtime_error(
         std::string(kernel) + ": a team needs " + std::to_string(bytes) +
@@ -27,5 +39,8 @@ void require_team_scratch(const Policy& policy, std::size_t bytes, const char* k
 
 }  // namespace Impl
 }  // namespace KokkosMoE
+
+// The backends' own limits.
+#include "KokkosMoE_Cuda_TeamScratch.hpp"
 
 #endif

@@ -7,6 +7,8 @@
 #endif
 #include <KokkosMoE/KokkosMoE_WorkGraph.hpp>
 
+#include "KokkosMoE_TeamScratch.hpp"
+
 #define KMOE_CAT_(a, b) a##b
 #define KMOE_CAT(a, b) KMOE_CAT_(a, b)
 #define LAYER_SUITE KMOE_CAT(Layer_, TEST_CATEGORY)
@@ -162,9 +164,11 @@ TEST(LAYER_SUITE, ForwardEnqueuesKernelsAndNeverFences) {
   tools::set_begin_parallel_reduce_callback(kernel);
   tools::set_begin_parallel_scan_callback(kernel);
   // Since Kokkos 3.5 a tool callback makes Kokkos itself fence around each
-  // kernel ("Kokkos Profile Tool Fence..."): those are the tool's, not ours.
+  // kernel (named "Kokkos::Tools::invoke_kokkosp_callback: Kokkos Profile
+  // Tool Fence" in 4.5 and 5.2): those are the tool's, not ours.
   tools::set_begin_fence_callback([](const char* name, std::uint32_t, std::uint64_t*) {
-    if (std::string(name).rfind("Kokkos Profile Tool Fence", 0) != 0) ++launch_count().fences;
+    if (std::string(name).find("Kokkos Profile Tool Fence") == std::string::npos)
+      ++launch_count().fences;
   });
   layer.forward(p.x, p.ids, p.routing_weights, p.out, 33);
   tools::set_begin_parallel_for_callback(nullptr);
@@ -326,6 +330,24 @@ TEST(LAYER_SUITE, WeightsSpanningFewerValuesThanTheyHoldAreRefused) {
     EXPECT_NO_THROW(Impl::check_span(v, "w"));
   else
     EXPECT_THROW(Impl::check_span(v, "w"), std::invalid_argument);
+}
+
+// A kernel's team scratch beyond what the backend gives is an error that
+// names the sizes, before any launch (Kokkos would abort the process).
+TEST(LAYER_SUITE, TeamScratchBeyondTheBackendsLimitIsAnError) {
+  const Kokkos::TeamPolicy<Space> policy(1, 1);
+  const std::size_t most = Impl::TeamScratchLimit<Space>::level0(policy);
+  EXPECT_GE(most, std::size_t(policy.scratch_size_max(0)));
+  EXPECT_NO_THROW(Impl::require_team_scratch(policy, most, "KokkosMoE::test"));
+  try {
+    Impl::require_team_scratch(policy, most + 1, "KokkosMoE::test");
+    ADD_FAILURE() << "no error for " << most + 1 << " bytes";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("KokkosMoE::test"), std::string::npos) << what;
+    EXPECT_NE(what.find(std::to_string(most + 1)), std::string::npos) << what;
+    EXPECT_NE(what.find(std::to_string(most)), std::string::npos) << what;
+  }
 }
 
 TEST(LAYER_SUITE, BadShapesAreRejected) {
