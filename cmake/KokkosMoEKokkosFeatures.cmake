@@ -35,7 +35,7 @@ if(KokkosMoE_ENABLE_KOKKOSKERNELS)
   endif()
   set(_kmoe_kk_version "${KokkosKernels_VERSION}")
   if(NOT _kmoe_kk_version)
-    set(_kmoe_kk_version "of Trilinos ${Trilinos_VERSION}")  # Trilinos exports no version of its own
+    set(_kmoe_kk_version "(no version exported: Trilinos' install)")
   endif()
   message(STATUS "KokkosMoE: Kokkos Kernels ${_kmoe_kk_version} (${KokkosMoE_KOKKOSKERNELS_TARGET})")
 else()
