@@ -58,6 +58,7 @@ case $mode in
   kokkos5)
     packages=("${common_packages[@]}" libkokkos-dev)
     kokkos_packages=(libkokkos-dev)
+    expected_version=5.2.  # the release line the spack recipe and docs name
     # Debian packages no Kokkos Kernels 5.
     cmake_args=(-DKokkosMoE_ENABLE_KOKKOSKERNELS=OFF)
     ;;
@@ -66,6 +67,7 @@ case $mode in
     packages=("${common_packages[@]}" libtrilinos-kokkos-dev
       libtrilinos-kokkos-kernels-dev liblapack-dev libblas-dev)
     kokkos_packages=(libtrilinos-kokkos-dev libtrilinos-kokkos-kernels-dev)
+    expected_version=16.1.  # Trilinos 16.1: Kokkos and Kokkos Kernels 4.5
     cmake_args=(-DKokkosMoE_ENABLE_KOKKOSKERNELS=ON)
     ;;
   *) usage ;;
@@ -279,6 +281,13 @@ main() {
   fi
   log "$(in_root dpkg-query -W -f '${Package} ${Version}, ' \
     "${kokkos_packages[@]}" g++ cmake | sed 's/, $//')"
+  # A newer sid would test another Kokkos than the one the recipe accepts.
+  local have
+  have=$(in_root dpkg-query -W -f '${Version}' "${kokkos_packages[0]}")
+  case $have in
+    "$expected_version"*) ;;
+    *) die "${kokkos_packages[0]} is $have, not the ${expected_version%.} line the spack recipe and docs name (tests/spack/check_recipe.py TESTED_LINES)" ;;
+  esac
 
   mkdir -p "$build" "$ccache_dir" "$rootdir/src" "$rootdir/build" "$rootdir/ccache"
   mount --bind "$src" "$rootdir/src"
