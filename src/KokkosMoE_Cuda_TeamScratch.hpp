@@ -10,8 +10,6 @@
 #endif
 
 #if defined(KOKKOS_ENABLE_CUDA) && defined(KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH)
-#include <atomic>
-
 namespace KokkosMoE {
 namespace Impl {
 
@@ -19,16 +17,12 @@ template <>
 struct TeamScratchLimit<Kokkos::Cuda> {
   template <class Policy>
   static std::size_t level0(const Policy& policy) {
-    // Per device, asked once (cheap, but forward calls this per launch).
-    static std::atomic<int> optin[64];
-    const int device = policy.space().cuda_device();
-    int bytes        = device >= 0 && device < 64 ? optin[device].load() : 0;
-    if (bytes == 0) {
-      cudaDeviceGetAttribute(&bytes, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-      if (device >= 0 && device < 64) optin[device].store(bytes);
-    }
+    // A device attribute: no stream work, so also safe while a graph records.
+    int optin = 0;
+    cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin,
+                           policy.space().cuda_device());
     const std::size_t kokkos = std::size_t(policy.scratch_size_max(0));
-    return std::size_t(bytes) > kokkos ? std::size_t(bytes) : kokkos;
+    return std::size_t(optin) > kokkos ? std::size_t(optin) : kokkos;
   }
 };
 
