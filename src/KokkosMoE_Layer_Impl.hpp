@@ -86,14 +86,17 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
   // tile-major (see ExpertTileKernel::operand_row): room for every tile.
   // A forward uses at most A + (non-empty experts) BM of those rows (A = T
   // k assignments), and dispatch takes large tiles only where the active
-  // experts are at most A / large_tile_rows_from.
+  // experts are at most A / large_tile_rows_from (batch-invariant layers:
+  // always, so up to min(A, E) experts).
   const bool bulk     = Impl::bulk_copies<ExecutionSpace, Scalar>();
   const int tile_rows = Impl::tile_rows<ExecutionSpace, Scalar>(Impl::TileSize::large);
+  const std::int64_t large_experts =
+      config_.batch_invariant ? std::min<std::int64_t>(T * k, E)
+                              : T * k / Impl::TileCrossovers<ExecutionSpace>::large_tile_rows_from;
   const std::int64_t tile_major_rows = std::max<std::int64_t>(
       T * k, std::min<std::int64_t>(
                  DispatchPlan<memory_space>::max_tiles(T * k, int(E), tile_rows) * tile_rows,
-                 T * k + T * k / Impl::TileCrossovers<ExecutionSpace>::large_tile_rows_from *
-                             tile_rows));
+                 T * k + large_experts * tile_rows));
   h_ = decltype(h_)("KokkosMoE::activations", bulk ? tile_major_rows : T * k, F);
   // Spare rows hold the split-K partial sums of small batches.
   y_ = decltype(y_)("KokkosMoE::expert_outputs", std::max<std::int64_t>(T * k, Impl::split_k_rows), H);
@@ -200,16 +203,26 @@ void Layer<ExecutionSpace, Scalar>::route(const const_tokens_view& x, std::int64
     xf = Kokkos::subview(x_float_, rows, Kokkos::ALL());
   }
   auto logits = Kokkos::subview(logits_, rows, Kokkos::ALL());
+  // Batch-invariant layers take our kernel too: each logit is one dot
+  // product summed in a fixed order, where a GEMM's blocking (and so its
+  // sums' order) may follow the number of tokens.
 #if !defined(KOKKOSMOE_ENABLE_KOKKOSKERNELS)
   Impl::RouterLogitsKernel<ExecutionSpace>{xf, weights_.router, logits}.run(exec_);
-#elif defined(KOKKOSKERNELS_VERSION) && KOKKOSKERNELS_VERSION >= 40100
-  KokkosBlas::gemm(exec_, "N", "T", 1.0f, xf, weights_.router, 0.0f, logits);
 #else
-  // Before 4.1 KokkosBlas runs on the space's default instance: order it
-  // after our queue and the top-k after it (the only fences in forward).
-  exec_.fence();
-  KokkosBlas::gemm("N", "T", 1.0f, xf, weights_.router, 0.0f, logits);
-  execution_space().fence();
+  if (config_.batch_invariant)
+    Impl::RouterLogitsKernel<ExecutionSpace>{xf, weights_.router, logits}.run(exec_);
+#if defined(KOKKOSKERNELS_VERSION) && KOKKOSKERNELS_VERSION >= 40100
+  else
+    KokkosBlas::gemm(exec_, "N", "T", 1.0f, xf, weights_.router, 0.0f, logits);
+#else
+  else {
+    // Before 4.1 KokkosBlas runs on the space's default instance: order it
+    // after our queue and the top-k after it (the only fences in forward).
+    exec_.fence();
+    KokkosBlas::gemm("N", "T", 1.0f, xf, weights_.router, 0.0f, logits);
+    execution_space().fence();
+  }
+#endif
 #endif
 
   Impl::RoutingViews<ExecutionSpace> v{logits_, ids_, routing_weights_, config_.num_experts,
@@ -232,11 +245,14 @@ void Layer<ExecutionSpace, Scalar>::dispatch(const const_ids_view& ids, std::int
   check_tokens(num_tokens, std::int64_t(ids.extent(0)), "ids");
   check_width(ids, config_.top_k, "ids");
   // The tile shape from the rows per expert if all experts that can be
-  // active are: the choice needs only num_tokens, known on the host.
+  // active are: the choice needs only num_tokens, known on the host. A
+  // batch-invariant layer keeps the large shape for every batch.
   const std::int64_t assignments = num_tokens * config_.top_k;
   const std::int64_t active      = std::max<std::int64_t>(
       1, std::min<std::int64_t>(assignments, config_.num_experts));
-  const Impl::TileSize size = Impl::tile_size_for<ExecutionSpace>(assignments / active);
+  const Impl::TileSize size = config_.batch_invariant
+                                  ? Impl::TileSize::large
+                                  : Impl::tile_size_for<ExecutionSpace>(assignments / active);
   tile_size_                = int(size);
   dispatched_tokens_        = num_tokens;
   gated_tokens_             = -1;
@@ -284,8 +300,9 @@ void Layer<ExecutionSpace, Scalar>::gate_up_tiles(const const_tokens_view& x,
   const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts, kernel::BM);
   // Decode: few tiles would leave most multiprocessors idle or run in one
   // and a bit waves; split H (parts to gate_up_parts_, then one activation
-  // pass), as the down projection splits F.
-  if (Impl::TileSize(Size) == Impl::TileSize::small)
+  // pass), as the down projection splits F. (Never in a batch-invariant
+  // layer: the parts' sum is another order than one K loop's.)
+  if (Impl::TileSize(Size) == Impl::TileSize::small && !config_.batch_invariant)
     f.split_k(tiles, int(config_.hidden_size), assignments, std::int64_t(gate_up_parts_.extent(0)),
               Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::small>::split_k_teams());
   // The large kernel's tensor copies read x's rows gathered, tile-major.
@@ -352,9 +369,11 @@ void Layer<ExecutionSpace, Scalar>::down_combine_tiles(const const_weights_view&
   f.maps          = copy_maps_.data();
   const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts, kernel::BM);
   // Few tokens leave few tiles and a long F: split F so that the launch
-  // still fills the device (partial sums go to spare rows of y).
-  f.split_k(tiles, int(config_.ffn_size), assignments, std::int64_t(y_.extent(0)),
-            kernel::frag::split_k_teams());
+  // still fills the device (partial sums go to spare rows of y); not in a
+  // batch-invariant layer.
+  if (!config_.batch_invariant)
+    f.split_k(tiles, int(config_.ffn_size), assignments, std::int64_t(y_.extent(0)),
+              kernel::frag::split_k_teams());
   Kokkos::parallel_for("KokkosMoE::down",
                        f.make_policy(exec_, tiles, kernel::scratch_bytes(), "KokkosMoE::down"), f);
   // Four columns per item, except for split-K batches (decode: a few

@@ -35,6 +35,19 @@ struct Config {
   int topk_group = 1;             // sigmoid_group_topk: groups kept per token
   float routed_scaling = 1.0f;    // sigmoid_group_topk: weight multiplier
 
+  // What a forward guarantees about its bits (docs/api.md, "Determinism").
+  // Always: the same inputs, routing, batch, configuration and build on the
+  // same device give bitwise-equal outputs, run after run (no floating-point
+  // atomics; every sum has a fixed order whatever the threads' timing).
+  // Default (false): the tile shape, the K splits of few-token batches and
+  // (with Kokkos Kernels) the router GEMM's algorithm follow the batch size,
+  // so a token's output may differ in its last bits between batches.
+  // true: one tile shape, no K splits and the layer's own router kernel for
+  // every batch, so a token's output (and routing) is bitwise independent of
+  // the batch size and of the other tokens in its batch. Slower where the
+  // batch-size-dependent choices pay: decode sizes most (docs/performance.md).
+  bool batch_invariant = false;
+
   // Throws std::invalid_argument naming the first inconsistent field.
   void validate() const;
 };

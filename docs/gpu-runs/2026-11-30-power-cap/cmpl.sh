@@ -1,8 +1,0 @@
-#!/bin/bash
-# Long runs (the board at its power cap): cmpl.sh "variants" "traces" "tokens" REPEAT
-cd "$(dirname "$0")"; export LD_LIBRARY_PATH=$PWD/lib:/usr/local/cuda/lib64
-for tr in $2; do for t in $3; do for v in $1; do
-  b=bin/kokkos-moe-replay; [ "$v" != a ] && b=bin/replay-$v
-  r=$(timeout 120 $b traces/$tr.h5 --layers 0 --max-tokens $t --tokens $t --repeat $4 --warmup 20 2>&1)
-  echo "$tr T=$t $v: $(echo "$r" | awk '$1=="graph"||$1=="gate_up"||$1=="down_combine"{printf "%s %s ", $1, $2}')"
-done; done; done
