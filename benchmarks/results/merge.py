@@ -7,7 +7,8 @@ PEERS.json is benchmarks/peers/moe_peers.py's output; REPLAY_DIR holds the
 kokkos-moe-replay --json files of the same run, named <trace>-t<tokens>.json.
 Each record pairs our time with the floor (from the ceilings measured in the
 same run, with the same byte and flop counts) and both peers' times.
-Records with the same (model, tokens, routing) are replaced.
+Records with the same (model, tokens, routing) are replaced. The device is
+the one the peer script ran on (the same call).
 """
 import argparse
 import json
@@ -62,9 +63,9 @@ def main():
             "max_rel_err": layer["check"]["max_rel_err"],
             "stages_ms": {s: v["median_ms"] for s, v in layer["stages"].items()},
             "ceilings": peers["ceilings"],
-            # SM clock and power-cap throttling while it ran (scripts/gpu-perf.sh).
+            # SM clock and power-cap throttling while it ran (scripts/gpu.sh perf).
             "board": load(os.path.join(args.replay_dir, f"{stem}-t{pt['tokens']}.board.json"), None),
-            "date": args.date, "command": args.command, "commit": args.commit,
+            "device": peers.get("device"), "date": args.date, "command": args.command, "commit": args.commit,
         }
         key = (rec["model"], rec["tokens"], rec["routing"])
         if key in index:

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Host speed of the layer before and after the host tiles of Kokkos 5's
-32 KiB team scratch (tile_k 32 -> 16), as a Markdown table from the Google
-Benchmark JSON beside this file: three interleaved rounds of each binary
-(before-R.json, after-R.json; medians of 5 repetitions each), the median
-over rounds with the range, GFLOP/s and the fraction of the host's fp32 FMA
-peak (host_fma_peak, 2 threads, best round). unfused_forward is the same
-code in both binaries: its spread is the machine's noise.
+"""Host speed of the layer with 16-deep host tiles (the depth that fits the
+32 KiB of team scratch Kokkos >= 5.1 gives on host backends) against 32-deep
+ones, as a Markdown table from the Google Benchmark JSON beside this file:
+three interleaved runs of each binary (before-R.json: 32 deep, after-R.json:
+16 deep; medians of 5 repetitions each), the median over runs with the
+range, GFLOP/s and the fraction of the host's fp32 FMA peak (host_fma_peak,
+2 threads, best run). unfused_forward is the same code in both binaries:
+its spread is the machine's noise.
 
     benchmarks/results/host-tiles/table.py
 """
@@ -29,7 +30,7 @@ context = json.loads((here / f"after-{rounds[0]}.json").read_text())["context"]
 print(f"{context['num_cpus']} CPUs, {context['date'][:10]}, OMP_NUM_THREADS=2; "
       f"fp32 FMA peak (2 threads, {after[0]['host_fma_peak/threads:2'].get('label', '')}): "
       f"{peak / 1e9:.0f} GFLOP/s\n")
-print("| benchmark | before ms | after ms | before / after | after GFLOP/s | of peak |")
+print("| benchmark | tile_k 32 ms | tile_k 16 ms | 32 / 16 | 16: GFLOP/s | of peak |")
 print("| --- | ---: | ---: | ---: | ---: | ---: |")
 for name in after[0]:
     if name.startswith("host_fma_peak"):
