@@ -342,11 +342,11 @@ struct CudaFragmentOf
 #endif
 
 #if !defined(KOKKOSMOE_ENABLE_CUDA_WGMMA) || !defined(KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH)
-// The mma.sync shapes' crossovers. Measured on the H200 (benchmarks/results/README.md): 32-row tiles are
-// 1.06x faster than 64-row ones at 8 rows per expert, even at 16 and 1.08x
-// slower at 16 with skew (DeepSeek-V3, Zipf 0.5). With mma.sync, 64-row
-// tiles are 1.2-1.5x faster than 128-row ones from 32 to 256 rows, even at
-// 384 and 1.05x slower at 512.
+// The mma.sync shapes' crossovers, measured on the H200 (docs/performance.md):
+// 32-row tiles are 1.06x faster than 64-row ones at 8 rows per expert, even
+// at 16 and 1.08x slower at 16 with skew (DeepSeek-V3, Zipf 0.5). With
+// mma.sync, 64-row tiles are 1.2-1.5x faster than 128-row ones from 32 to
+// 256 rows, even at 384 and 1.05x slower at 512.
 template <>
 struct TileCrossovers<Kokkos::Cuda> {
   static constexpr std::int64_t small_tile_rows_below = 16;

@@ -33,8 +33,8 @@ struct CudaStagePipeline {
   // (releasing its plain scratch stores: zero fill) and once when its
   // cp.async copies have landed, and tensor copies count their bytes
   // (expect_bytes); free: one arrival per multiplying warp. (With tensor
-  // copies, their one issuing thread as the only arrival measured 1.00-1.06x
-  // the time on the H200: the other producer threads then idle.)
+  // copies, their one issuing thread as the only arrival is no faster on the
+  // H200, only idling the other producer threads.)
   __device__ void initialize(int rank, int producer_threads, int multiplier_warps) const {
     if (rank != 0) return;
     for (int s = 0; s < Stages; ++s) {

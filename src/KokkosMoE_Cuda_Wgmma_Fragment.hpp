@@ -35,7 +35,7 @@ template <class Base>
 struct CudaWarpSpecialized : Base {
   static constexpr int multiplier_threads = Base::team_threads;
   // A warpgroup: where tensor maps cannot be made, its 16-byte copies keep
-  // up (one producer warp's made the large kernels 2x slower, H200).
+  // up with the multiplies (a single producer warp's do not).
   static constexpr int producer_threads   = 128;
   static constexpr int team_threads       = multiplier_threads + producer_threads;
   static int team_size() { return team_threads; }
@@ -103,18 +103,14 @@ struct CudaWarpSpecialized : Base {
 // registers; small is mma.sync's 16 x 64. The large shapes are
 // warp-specialised (CudaWarpSpecialized): a producer warpgroup copies
 // (weights, x's gathered rows and h by tensor copies), the 8 warps only
-// multiply, resident teams walk the work items. The medium shape, whose
-// batches are streaming weights, keeps 3 steps loading with every warp
-// copying. Measured on the H200 (Mixtral-8x7B at 4096 tokens, whole
-// forward): 128 x 64 tiles with synchronous wgmma 8.93 ms, 128 x 128 also
-// synchronous 8.06, running behind 6.80 (6.61 with one barrier per K step,
-// 6.58 in the run below); warp-specialised with a producer warp of 16-byte
-// copies 12.9, a producer warpgroup 7.06, tensor copies for the weights
-// 6.41, each step's wgmma waited for at once (its stage freed a step
-// earlier) 6.10. The medium shape running behind is 1.02-1.04x slower
-// (DeepSeek-V3 and Qwen2 at 512-1024 tokens, Mixtral-8x7B at 128), with 5
-// stages and 1 team 1.4-1.6x slower. (They need more than the 40 KiB cap:
-// without KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH, mma.sync's shapes.)
+// multiply, resident teams walk the work items, each step's wgmma waited
+// for at once so that its stage is freed for the next copy: the fastest
+// large shape measured on the H200 for prefill (docs/performance.md lists
+// the variants). The medium shape, whose batches are streaming weights,
+// keeps 3 steps loading with every warp copying; letting its wgmma run
+// behind (InFlight 1) measured 1.02-1.04x slower on the H200. (They need
+// more than the 40 KiB cap: without KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH,
+// mma.sync's shapes.)
 #ifdef KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH
 // Large, medium, small; large and medium for down.
 template <class Scalar, TileSize Size>

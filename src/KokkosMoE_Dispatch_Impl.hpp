@@ -114,8 +114,8 @@ struct DispatchKernels {
   }
 
   // The one-team plan's team on exec: a power of two, up to 256 threads
-  // (Kokkos 3.4's team scan on CUDA needs one; it asserted with the team
-  // size AUTO chose, H200).
+  // (Kokkos 3.4's team scan on CUDA needs one; it asserts with the team
+  // size AUTO chooses on the H200).
   int one_team_threads(const ExecutionSpace& exec) const {
     const int most = one_team_policy(exec, 1, 1).team_size_max(*this, Kokkos::ParallelForTag());
     int t          = 1;

@@ -11,8 +11,8 @@ namespace Impl {
 
 // q = i / n and r = i % n (i >= 0, n > 0) in 32-bit arithmetic where both
 // fit: a 64-bit division is a long instruction sequence on GPUs, and the
-// element-wise kernels do one per item (the combine with one a value ran at
-// a sixth of the copy rate, ncu on the H200).
+// element-wise kernels do one per item (with a 64-bit division a value, the
+// combine runs at only a sixth of the copy rate on the H200).
 KOKKOS_FORCEINLINE_FUNCTION void divide(std::int64_t i, std::int64_t n, std::int64_t& q,
                                         std::int64_t& r) {
   if (i <= 0x7fffffff && n <= 0x7fffffff) {

@@ -19,9 +19,8 @@ namespace Impl {
 // assignments; one part unless split; h's row of p is tile-major where
 // operand_row says so). Rows of y in sorted order and unweighted
 // (CombineKernel weighs them): a tile's stores are whole rows, with no
-// lookups (scattered rows, with a lookup of each row's assignment and
-// weight: DeepSeek-V3's down and combine at 4096 tokens 5.95 ms against
-// 3.45 on the H200).
+// lookups (scattering weighted rows, with a lookup of each row's assignment
+// and weight, is much slower on the H200).
 template <class ExecutionSpace, class Scalar, TileSize Size>
 struct DownKernel
     : ExpertTileKernel<ExecutionSpace, Scalar, DownFragment<ExecutionSpace, Scalar, Size>> {
@@ -133,9 +132,8 @@ struct DownKernel
 // out[t] = sum over the k assignments a of token t of w[a] times the expert
 // output of a (the sum of its K parts, at a's sorted row), in a fixed order
 // so the result does not depend on scheduling. Item i: Width consecutive
-// columns of one token (16-byte loads of y where Width is 4: one float per
-// item, with a 64-bit division each, ran at a sixth of the copy rate, ncu
-// on the H200).
+// columns of one token (16-byte loads of y where Width is 4: a quarter of
+// the items, each with its division (see divide), and wider loads).
 template <class ExecutionSpace, class Scalar, int Width>
 struct CombineKernel {
   using memory_space = typename ExecutionSpace::memory_space;

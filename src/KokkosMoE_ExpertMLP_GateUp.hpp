@@ -132,8 +132,8 @@ struct GateUpKernel
     if constexpr (frag::producer_threads > 0) {
       // The rows of x already gathered, tile-major (GatherRowsKernel):
       // every operand tile is one tensor copy. (Partly filled tiles taking
-      // only their rows of x by 16-byte copies instead measured 1.04-1.10x
-      // slower except on DeepSeek-V3 at 2048 tokens, 1.02x faster.)
+      // only their rows of x by 16-byte copies instead are slower on the
+      // H200 at almost every model and size measured.)
       if (this->bulk(barrier)) {
         if (ld.rank == 0) {
           const int row = w.expert * F + w.first_col;
@@ -218,10 +218,9 @@ struct GatherRowsKernel {
   // Item i: chunks q, q + C / 4, q + 2 C / 4, q + 3 C / 4 of gathered row p,
   // C = H / 8 chunks of 8 values (the tensor maps need H a multiple of 8;
   // every model we know has a multiple of 32): four loads in flight per
-  // thread, each coalesced over the warp (with one chunk per item and a
-  // 64-bit division each, the pass ran at 58 % of the memory's rate, with
-  // four at 79 %: DeepSeek-V3, 4096 tokens, 289 -> 211 us, ncu on the
-  // H200). Where C is not a multiple of 4, one chunk per item.
+  // thread, each coalesced over the warp (on the H200, DeepSeek-V3 at 4096
+  // tokens, 79 % of the memory's rate against 58 % with one chunk per
+  // item). Where C is not a multiple of 4, one chunk per item.
   KOKKOS_INLINE_FUNCTION static int chunks_per_item(std::int64_t H) {
     return (H / 8) % 4 == 0 ? 4 : 1;
   }

@@ -48,7 +48,7 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   // step c - 1 - F, which every warp had finished multiplying before this
   // barrier (F = 1: its wait in the multiply of step c - 1). (The loads are
   // each kernel's force-inlined load_step rather than a lambda: a lambda
-  // called from two places was not inlined and its captures went to local
+  // called from two places is not inlined and its captures go to local
   // memory.)
   static constexpr int S = frag::stages;
   static constexpr int F = frag::mma_in_flight;

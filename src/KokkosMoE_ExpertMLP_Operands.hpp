@@ -26,8 +26,8 @@ namespace Impl {
 // Thread t copies chunk column t % C of rows t / C, t / C + P, ... (C
 // chunks per row, P = team size / C) when C divides the team: the column
 // stays fixed and each next row is one add away, so a K step costs a few
-// instructions per chunk (index arithmetic per chunk, measured with ncu,
-// was 90 % of the instructions of the prefill kernel).
+// instructions per chunk (index arithmetic per chunk would be most of the
+// prefill kernel's instructions).
 template <class Scalar, class Frag>
 struct OperandLoader {
   using frag = Frag;

@@ -49,8 +49,8 @@ struct ExpertTileMaps {
   // kernel stores them as zeros of h), so that a partly filled tile
   // multiplies zeros. Run for long, the H200 holds the large kernels at its
   // power cap (700 W, 1.4-1.5 GHz instead of 1.98), where a product of zero
-  // rows costs less: a bf16 GEMM with half of its rows zero ran 1.13x
-  // faster, and long runs of the layer 1.01-1.07x.
+  // rows costs less (a bf16 GEMM with half of its rows zero runs 1.13x
+  // faster).
   // Elsewhere rows are in sorted order.
   KOKKOS_INLINE_FUNCTION bool tile_major() const { return bulk_kernel(); }
   template <class Work>

@@ -2,9 +2,8 @@
 // a few float ulp are far below bf16's or fp16's rounding: the hardware's
 // approximations where the compilation target has them (CUDA devices: ex2
 // and reciprocal), the IEEE functions elsewhere. (On CUDA, expf and the IEEE
-// division took 35 dependent instructions a value, a branch around each: the
-// large gate/up kernel's stores took 15 % of its multiplying warps' samples,
-// ncu on the H200.)
+// division are 35 dependent instructions a value, a branch around each:
+// enough to slow the large gate/up kernel's stores.)
 #ifndef KOKKOSMOE_FASTMATH_HPP
 #define KOKKOSMOE_FASTMATH_HPP
 
