@@ -7,7 +7,10 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <iostream>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -114,6 +117,44 @@ class Args {
   std::size_t pos_ = 0;
   std::optional<std::string> inline_value_;
 };
+
+// --reader isolated|in-process: whether read_trace forks (TraceReadOptions::
+// isolate). The drivers read files they cannot trust and hold no MPI state
+// or GPU context yet when they read, so they isolate by default: HDF5
+// crashing or looping forever on a corrupt file then ends as a one-line
+// error instead of a crash or a hang of the driver.
+inline bool parse_reader(const std::string& text, const std::string& option) {
+  if (text == "isolated") return true;
+  if (text == "in-process") return false;
+  throw UsageError(option + ": '" + text + "' is not one of isolated, in-process");
+}
+
+// Writes `text` to `path` (replacing it) and makes sure every byte reached
+// the file: a full disk or /dev/full fails at the flush or the close, not at
+// the write into the buffer. Throws a one-line runtime_error otherwise.
+inline void write_text_file(const std::string& path, const std::string& text) {
+  std::FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
+  const int write_errno = errno;
+  const bool closed = std::fclose(f) == 0;
+  if (!written || !closed)
+    throw std::runtime_error("failed writing " + path + ": " +
+                             std::strerror(!written ? write_errno : errno));
+}
+
+// The report on standard output was written (stdout may be a full disk or a
+// closed pipe): flushes both C and C++ streams and throws a one-line
+// runtime_error when either failed.
+inline void finish_stdout() {
+  errno = 0;
+  std::cout.flush();
+  const bool cpp_ok = static_cast<bool>(std::cout);
+  const bool c_ok = std::fflush(stdout) == 0 && !std::ferror(stdout);
+  if (!cpp_ok || !c_ok)
+    throw std::runtime_error(std::string("failed writing the report to standard output") +
+                             (errno != 0 ? std::string(": ") + std::strerror(errno) : ""));
+}
 
 inline double median(std::vector<double> v) {
   if (v.empty()) return 0;

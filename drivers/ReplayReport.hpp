@@ -72,6 +72,8 @@ struct LayerReport {
   ExpertLoadStats load;
   std::vector<double> seconds[num_stages];
   double bytes[num_stages] = {}, flops[num_stages] = {};  // summed over runs
+  // The row-relative error and the tolerance of the checked row that came
+  // closest to (or went furthest past) its tolerance (ReplayCheck.hpp).
   double max_rel_err = 0, tolerance = 0;
   std::int64_t checked_tokens = 0;
 
@@ -92,7 +94,8 @@ struct LayerReport {
 };
 
 struct Report {
-  std::string trace, model, dtype, device;
+  std::string trace, dtype, device;
+  std::string model;  // as printable_text shows it: escaped, at most 120 characters
   Shape shape;
   std::int64_t tokens = 0, batch = 0;
   bool check = false;
@@ -108,12 +111,13 @@ struct Report {
 inline void print_report(std::ostream& os, const Report& r) {
   char line[256];
   os << "kokkos-moe-replay " << r.trace << "\n";
-  std::snprintf(line, sizeof line,
-                "model %s: E=%d k=%d H=%lld F=%lld%s, dtype %s, device %s\n", r.model.c_str(),
+  // The model name (printable_text: up to 120 characters of up to 4 bytes)
+  // is written apart, so that the fixed buffer never cuts the line.
+  std::snprintf(line, sizeof line, ": E=%d k=%d H=%lld F=%lld%s, dtype %s, device %s\n",
                 r.shape.experts, r.shape.top_k, (long long)r.shape.hidden, (long long)r.shape.ffn,
                 r.shape.reduce > 1 ? (" (reduced by " + std::to_string(r.shape.reduce) + ")").c_str() : "",
                 r.dtype.c_str(), r.device.c_str());
-  os << line;
+  os << "model " << r.model << line;
   std::snprintf(line, sizeof line, "tokens %lld in batches of %lld; times are medians per forward\n",
                 (long long)r.tokens, (long long)r.batch);
   os << line;

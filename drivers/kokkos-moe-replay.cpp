@@ -10,7 +10,10 @@
 
 #include "DriverArgs.hpp"
 #include "ModelPresets.hpp"
+#include "ReplayCheck.hpp"
 #include "ReplayReport.hpp"
+// One-line messages from Kokkos' exceptions, as the C interface gives them.
+#include "KokkosMoE_ErrorText.hpp"
 
 #include <Kokkos_Core.hpp>
 #include <KokkosMoE/KokkosMoE_WorkGraph.hpp>
@@ -19,6 +22,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -69,6 +73,10 @@ const char* const kUsageTail =
     "  --seed N               seed of the hidden states and weights (default 1)\n"
     "  --check                compare a sample of tokens with the float64 reference\n"
     "  --json FILE            also write the report as JSON\n"
+    "  --reader isolated|in-process\n"
+    "                         read the trace in a child process, so that HDF5 crashing\n"
+    "                         on a corrupt file is an error, not a crash (default), or in\n"
+    "                         this process\n"
     "Kokkos options (--kokkos-threads=N with Kokkos 3, --kokkos-num-threads=N with\n"
     "Kokkos 4, ...) are passed to Kokkos.\n";
 
@@ -80,6 +88,7 @@ struct Options {
   int repeat = -1, warmup = -1;
   std::uint64_t seed = 1;
   bool check = false;
+  bool isolate = true;  // --reader
 };
 
 Options parse(int argc, char** argv) {
@@ -104,7 +113,10 @@ Options parse(int argc, char** argv) {
     else if (a == "--warmup") o.warmup = parse_small_int(args.value(a), a, 0);
     else if (a == "--seed") o.seed = parse_seed(args.value(a));
     else if (a == "--check") args.no_value(a), o.check = true;
-    else if (a == "--json") o.json = args.value(a);
+    else if (a == "--json") {
+      o.json = args.value(a);
+      if (o.json.empty()) throw UsageError("--json: needs a file name, got ''");
+    } else if (a == "--reader") o.isolate = parse_reader(args.value(a), a);
     else if (a.rfind("-", 0) == 0) throw UsageError("unknown option '" + a + "' (see --help)");
     else if (o.trace.empty()) o.trace = a;
     else throw UsageError("expects one trace file, got '" + o.trace + "' and '" + a + "'");
@@ -142,7 +154,7 @@ Shape resolve_shape(const Options& o, const Trace& trace) {
   if (o.ffn) s.ffn = o.ffn;
   if (s.hidden <= 0 || s.ffn <= 0)
     throw UsageError("the trace does not give the model shape and no preset matches '" +
-                     trace.model + "': pass --hidden H and --ffn F (or --model NAME)");
+                     printable_text(trace.model) + "': pass --hidden H and --ffn F (or --model NAME)");
   // Host backends run a reduced model unless the shape was given: the full
   // models need tens of GB of weights and minutes per forward on a CPU.
   s.reduce = o.reduce ? o.reduce : 1;
@@ -199,6 +211,11 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
   LayerReport r;
   r.index = tl.index;
   r.load  = expert_load_stats(trace, tl, T);
+  ErrorModel model;
+  model.storage_epsilon = ScalarTraits<Scalar>::epsilon;
+  model.floor = reference_tolerance<Scalar>();
+  model.hidden = s.hidden, model.ffn = s.ffn, model.top_k = k;
+  RowCheck worst{0, model.floor};
   const int repeat = o.repeat > 0 ? o.repeat : (on_host ? 3 : 20);
   const int warmup = o.warmup >= 0 ? o.warmup : (on_host ? 1 : 3);
   Kokkos::Timer timer;
@@ -243,39 +260,80 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
     if (layer.invalid_ids() != 0) throw std::runtime_error("routing ids outside [0, E) reached the layer");
 
     if (o.check) {
-      // Up to 16 tokens per batch, spread over it, against float64.
+      // Up to 16 tokens per batch, spread over it, against float64; each
+      // row within the tolerance of its own error bound (ReplayCheck.hpp).
       std::vector<int> sample;
       for (std::int64_t i = 0; i < std::min<std::int64_t>(16, n); ++i) sample.push_back(int(i * n / std::min<std::int64_t>(16, n)));
       Kokkos::View<int*, Memory> tokens("tokens", sample.size());
       Kokkos::deep_copy(tokens, Kokkos::View<int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(sample.data(), sample.size()));
-      auto ref = reference_experts<Space, Scalar>(Space(), w, x, ids, rw, tokens);
-      r.max_rel_err = std::max(r.max_rel_err, max_row_relative_error(out, ref, sample));
+      Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> rss;
+      auto ref = reference_experts<Space, Scalar>(Space(), w, x, ids, rw, tokens, &rss);
+      auto host_out = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+      std::vector<double> row(std::size_t(s.hidden));
+      for (std::size_t i = 0; i < sample.size(); ++i) {
+        for (std::int64_t c = 0; c < s.hidden; ++c) row[c] = double(Impl::to_float(host_out(sample[i], c)));
+        worst = worse(worst, check_row(row.data(), &ref(i, 0), &rss(i, 0), row.size(), model));
+      }
       r.checked_tokens += std::int64_t(sample.size());
     }
   }
-  r.tolerance = reference_tolerance<Scalar>();
+  r.max_rel_err = worst.error;
+  r.tolerance = worst.tolerance;
   return r;
+}
+
+// "1.5 GiB": a size for a message.
+std::string human_bytes(double bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 6) bytes /= 1024, ++u;
+  char text[32];
+  std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
+  return text;
+}
+
+// A failed allocation in one line, with the sizes that asked for it (the
+// model shape, the batch and the storage type decide them; Kokkos' own text
+// names only the view).
+std::string allocation_failure(const Shape& s, std::int64_t batch, const std::string& dtype,
+                               std::size_t scalar_bytes, int layer, const std::exception& e) {
+  const double weights = 3.0 * s.experts * double(s.hidden) * double(s.ffn) * double(scalar_bytes);
+  const double tokens = double(batch) * double(s.top_k) * double(std::max(s.hidden, s.ffn)) * double(scalar_bytes);
+  return "out of memory replaying layer " + std::to_string(layer) + " with E=" +
+         std::to_string(s.experts) + " k=" + std::to_string(s.top_k) + " H=" + std::to_string(s.hidden) +
+         " F=" + std::to_string(s.ffn) + ", " + dtype + ", batches of " + std::to_string(batch) +
+         " tokens (expert weights 3 x E x F x H = " + human_bytes(weights) +
+         ", activations batch x k x max(H, F) = " + human_bytes(tokens) +
+         "; see --hidden, --ffn, --reduce, --tokens): " + Impl::one_line_message(e.what());
 }
 
 template <class Scalar>
 int replay(const Options& o, const Trace& trace, const Shape& s) {
   Report report;
   report.trace   = o.trace;
-  report.model   = o.model.empty() ? trace.model : o.model;
+  report.model   = printable_text(o.model.empty() ? trace.model : o.model);
   report.dtype   = ScalarTraits<Scalar>::name;
   report.device  = Space::name();
   report.shape   = s;
   report.check   = o.check;
   report.tokens  = o.max_tokens ? std::min(o.max_tokens, trace.num_tokens) : trace.num_tokens;
   report.batch   = std::max<std::int64_t>(1, o.batch ? std::min(o.batch, report.tokens) : std::min<std::int64_t>(report.tokens, 4096));
-  for (const TraceLayer& tl : trace.layers)
-    report.layers.push_back(replay_layer<Scalar>(o, s, trace, tl, report.tokens, report.batch));
+  for (const TraceLayer& tl : trace.layers) {
+    try {
+      report.layers.push_back(replay_layer<Scalar>(o, s, trace, tl, report.tokens, report.batch));
+    } catch (const std::exception& e) {
+      if (!Impl::is_allocation_failure(e)) throw;
+      throw std::runtime_error(
+          allocation_failure(s, report.batch, report.dtype, sizeof(Scalar), tl.index, e));
+    }
+  }
   print_report(std::cout, report);
+  // A report that did not reach its file is a failed run (exit 1).
+  finish_stdout();
   if (!o.json.empty()) {
-    std::ofstream f(o.json);
-    if (!f) throw std::runtime_error("cannot write " + o.json);
-    write_json(f, report);
-    if (!f) throw std::runtime_error("failed writing " + o.json);
+    std::ostringstream json;
+    write_json(json, report);
+    write_text_file(o.json, json.str());
   }
   return o.check && !report.check_passed() ? 1 : 0;
 }
@@ -285,6 +343,7 @@ int run(int argc, char** argv) {
   TraceReadOptions ro;
   ro.layers     = o.layers;
   ro.max_tokens = o.max_tokens;
+  ro.isolate    = o.isolate;
   Trace trace;
   try {
     trace = read_trace(o.trace, ro);
@@ -313,7 +372,7 @@ int main(int argc, char** argv) {
     std::cerr << "error: " << e.what() << "\n";
     code = 2;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    std::cerr << "error: " << Impl::one_line_message(e.what()) << "\n";
     code = 1;
   }
   Kokkos::finalize();

@@ -40,20 +40,28 @@ const char* const kMainUsage =
     "\n"
     "'kokkos-moe-trace <command> --help' describes each command.\n";
 
+#define KOKKOSMOE_READER_USAGE                                                          \
+  "\n"                                                                                   \
+  "  --reader isolated    read in a child process (default): HDF5 crashing or hanging\n" \
+  "                       on a corrupt file is reported as an error\n"                   \
+  "  --reader in-process  read in this process\n"
+
 const char* const kInfoUsage =
-    "usage: kokkos-moe-trace info TRACE.h5\n"
+    "usage: kokkos-moe-trace info [--reader isolated|in-process] TRACE.h5\n"
     "\n"
     "Prints the root attributes of a routing trace and, per layer, the number of\n"
     "tokens, the busiest expert's load over the mean load, the largest load and\n"
     "the number of experts that received no token; then the median over layers\n"
-    "of busiest/mean. Exit 1 when the trace is invalid.\n";
+    "of busiest/mean. Text from the file is escaped and cut at 120 characters.\n"
+    "Exit 1 when the trace is invalid.\n" KOKKOSMOE_READER_USAGE;
 
 const char* const kValidateUsage =
-    "usage: kokkos-moe-trace validate TRACE.h5\n"
+    "usage: kokkos-moe-trace validate [--reader isolated|in-process] TRACE.h5\n"
     "\n"
     "Reads the whole trace and checks every rule of the format. Prints\n"
     "'OK: <file>: <layers> layers, <T> tokens, E=<E>, k=<k>' and exits 0 when\n"
-    "valid; otherwise prints one line 'error: <message>' on stderr, exits 1.\n";
+    "valid; otherwise prints one line 'error: <message>' on stderr, exits 1.\n"
+    KOKKOSMOE_READER_USAGE;
 
 const char* const kSynthUsage =
     "usage: kokkos-moe-trace synth --out FILE [options]\n"
@@ -82,32 +90,47 @@ const char* const kSynthUsage =
   throw UsageError("unknown option '" + arg + "' (see 'kokkos-moe-trace " + command + " --help')");
 }
 
-// The single TRACE.h5 argument of info and validate.
-std::string single_path(Args& args, const std::string& command) {
+// The arguments of info and validate: one TRACE.h5 and --reader.
+struct ReadArgs {
+  std::string path;
+  TraceReadOptions options;
+};
+
+ReadArgs read_args(Args& args, const std::string& command) {
   std::optional<std::string> path;
+  ReadArgs r;
+  r.options.isolate = true;  // untrusted files: see parse_reader
   while (!args.done()) {
     const std::string arg = args.next();
+    if (arg == "--reader") {
+      r.options.isolate = parse_reader(args.value(arg), arg);
+      continue;
+    }
     if (arg.rfind("-", 0) == 0 && arg.size() > 1) unknown_option(command, arg);
     if (path) throw UsageError(command + ": expects one trace file, got '" + *path + "' and '" + arg + "'");
     path = arg;
   }
   if (!path) throw UsageError(command + ": missing trace file (see 'kokkos-moe-trace " + command + " --help')");
-  return *path;
+  r.path = *path;
+  return r;
 }
 
 // ---------------------------------------------------------------- commands
 
 int run_info(Args& args) {
   if (args.wants_help()) return std::cout << kInfoUsage, 0;
-  const std::string path = single_path(args, "info");
-  const Trace trace = read_trace(path);
+  const ReadArgs a = read_args(args, "info");
+  const std::string& path = a.path;
+  const Trace trace = read_trace(path, a.options);
 
   std::set<std::int32_t> sequences(trace.sequence_id.begin(), trace.sequence_id.end());
-  std::printf("file:         %s\n", path.c_str());
+  // Text from the file may hold newlines or terminal escapes, and be long.
+  const auto shown = [](const std::string& text) { return printable_text(text); };
+  std::printf("file:         %s\n", printable_text(path, std::string::npos).c_str());
   std::printf("format:       kokkos-moe-trace, version 1\n");
-  std::printf("model:        %s\n", trace.model.c_str());
-  std::printf("source:       %s\n", trace.source.c_str());
-  std::printf("note:         %s\n", trace.note.c_str());
+  std::printf("model:        %s\n", shown(trace.model).c_str());
+  std::printf("source:       %s\n", shown(trace.source).c_str());
+  std::printf("note:         %s\n", shown(trace.note).c_str());
   std::printf("num_experts:  %d\n", trace.num_experts);
   std::printf("top_k:        %d\n", trace.top_k);
   std::printf("hidden_size:  %lld\n", static_cast<long long>(trace.hidden_size));
@@ -130,15 +153,18 @@ int run_info(Args& args) {
                 static_cast<long long>(s.max_load), s.empty_experts);
   }
   std::printf("\nmedian busiest/mean over %zu layers: %.3f\n", skew.size(), median(skew));
+  finish_stdout();
   return 0;
 }
 
 int run_validate(Args& args) {
   if (args.wants_help()) return std::cout << kValidateUsage, 0;
-  const std::string path = single_path(args, "validate");
-  const Trace trace = read_trace(path);
-  std::printf("OK: %s: %zu layers, %lld tokens, E=%d, k=%d\n", path.c_str(), trace.layers.size(),
+  const ReadArgs a = read_args(args, "validate");
+  const Trace trace = read_trace(a.path, a.options);
+  std::printf("OK: %s: %zu layers, %lld tokens, E=%d, k=%d\n",
+              printable_text(a.path, std::string::npos).c_str(), trace.layers.size(),
               static_cast<long long>(trace.num_tokens), trace.num_experts, trace.top_k);
+  finish_stdout();
   return 0;
 }
 
@@ -219,6 +245,7 @@ int run_synth(Args& args) {
   write_trace(*out, trace);
   std::printf("wrote %s: %zu layers, %lld tokens, E=%d, k=%d\n", out->c_str(), trace.layers.size(),
               static_cast<long long>(trace.num_tokens), trace.num_experts, trace.top_k);
+  finish_stdout();
   return 0;
 }
 

@@ -34,13 +34,18 @@ constexpr double reference_tolerance() {
 // sampled tokens t = tokens[s], e = ids[t, j], in double. Ids outside [0, E)
 // contribute nothing, as in the layer. Returns a host view [S, H]. Name
 // both template arguments: the views then convert (e.g. to const).
+// With term_rss, also sets *term_rss[s, n] to the root sum of squares of the
+// k * F terms w[t, j] down[e](n, f) h[j, f] that out_ref[s, n] sums: the
+// scale of the layer's rounding errors in that output (the replay driver's
+// check, drivers/ReplayCheck.hpp).
 template <class ExecutionSpace, class Scalar>
 Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> reference_experts(
     const ExecutionSpace& exec, const Weights<Scalar, typename ExecutionSpace::memory_space>& w,
     const Kokkos::View<const Scalar**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space>& x,
     const Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space>& ids,
     const Kokkos::View<const float**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space>& weights,
-    const Kokkos::View<const int*, typename ExecutionSpace::memory_space>& tokens) {
+    const Kokkos::View<const int*, typename ExecutionSpace::memory_space>& tokens,
+    Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace>* term_rss = nullptr) {
   using mem                = typename ExecutionSpace::memory_space;
   using range              = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>;
   const std::int64_t S     = tokens.extent(0);
@@ -52,6 +57,8 @@ Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> reference_experts
   auto down = w.down;
   Kokkos::View<double***, Kokkos::LayoutRight, mem> h("KokkosMoE::reference::h", S, k, F);
   Kokkos::View<double**, Kokkos::LayoutRight, mem> out("KokkosMoE::reference::out", S, H);
+  Kokkos::View<double**, Kokkos::LayoutRight, mem> rss("KokkosMoE::reference::rss", term_rss ? S : 0,
+                                                       term_rss ? H : 0);
   Kokkos::parallel_for(
       "KokkosMoE::reference::gate_up", range(exec, 0, S * k * F), KOKKOS_LAMBDA(std::int64_t i) {
         const std::int64_t s = i / (k * F), j = (i / F) % k, f = i % F;
@@ -69,19 +76,33 @@ Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> reference_experts
       "KokkosMoE::reference::down", range(exec, 0, S * H), KOKKOS_LAMBDA(std::int64_t i) {
         const std::int64_t s = i / H, n = i % H;
         const int t = tokens(s);
-        double acc  = 0;
+        double acc  = 0, squares = 0;
         for (int j = 0; j < k; ++j) {
           const int e = ids(t, j);
           if (e < 0 || e >= E) continue;
-          double d = 0;
-          for (std::int64_t f = 0; f < F; ++f) d += h(s, j, f) * double(Impl::to_float(down(e, n, f)));
-          acc += double(weights(t, j)) * d;
+          const double wj = double(weights(t, j));
+          double d = 0, d2 = 0;
+          for (std::int64_t f = 0; f < F; ++f) {
+            const double term = h(s, j, f) * double(Impl::to_float(down(e, n, f)));
+            d += term;
+            d2 += term * term;
+          }
+          acc += wj * d;
+          squares += wj * wj * d2;
         }
         out(s, n) = acc;
+        if (rss.extent(0) > 0) rss(s, n) = squares;  // the root is taken on the host
       });
   auto host = Kokkos::create_mirror_view(out);
   Kokkos::deep_copy(exec, host, out);
+  if (term_rss) {
+    *term_rss = Kokkos::create_mirror_view(rss);
+    Kokkos::deep_copy(exec, *term_rss, rss);
+  }
   exec.fence();
+  if (term_rss)
+    for (std::int64_t s = 0; s < S; ++s)
+      for (std::int64_t n = 0; n < H; ++n) (*term_rss)(s, n) = std::sqrt((*term_rss)(s, n));
   return host;
 }
 

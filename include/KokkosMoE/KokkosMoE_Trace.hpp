@@ -6,9 +6,11 @@
 #ifndef KOKKOSMOE_TRACE_HPP
 #define KOKKOSMOE_TRACE_HPP
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace KokkosMoE {
@@ -55,9 +57,31 @@ struct TraceReadOptions {
   std::vector<int> layers;
   // Read only the first max_tokens tokens of every layer; <= 0 reads all.
   std::int64_t max_tokens = 0;
-  // Read in a child process (POSIX only), so that HDF5 crashing or hanging
-  // on a corrupt file becomes a TraceError; false reads in this process.
-  bool isolate = true;
+  // Which reader runs HDF5.
+  //
+  // false (the default): the in-process reader. HDF5 runs in the calling
+  // process and thread, like any other library call. This is what a library
+  // embedded in an application must do by default: forking a process that
+  // holds MPI state, a CUDA context or other threads is unsafe (the child
+  // inherits locks held by threads that do not exist in it, and MPI and CUDA
+  // do not support fork), and costs a copy-on-write copy of a large address
+  // space. Every violation of the format that HDF5 reports as an error is a
+  // TraceError here too; but HDF5 1.10 crashes (SIGSEGV, heap corruption) or
+  // loops forever on some corrupt files, and in this reader that takes the
+  // caller with it.
+  //
+  // true: the isolated reader (POSIX only; elsewhere the in-process one).
+  // HDF5 runs in a forked child process that sends the trace back through a
+  // pipe, so that HDF5 crashing on a corrupt file becomes a TraceError
+  // ("HDF5 failed while reading the file (signal N)") and a read that does
+  // not end within a time limit is stopped. For programs that read files
+  // they do not trust and have no threads, MPI or GPU context yet when they
+  // read, e.g. command-line tools (the drivers use it unless given
+  // --reader in-process). KOKKOSMOE_TRACE_NO_FORK=1 makes it read in
+  // process anyway (e.g. under a debugger); KOKKOSMOE_TRACE_TIMEOUT=<s> sets
+  // the time limit (default a minute plus a second per 8 MiB of file; 0:
+  // none). See docs/trace-format.md, "Readers".
+  bool isolate = false;
 };
 
 // Reads and validates a trace; throws TraceError on any violation of the
@@ -72,6 +96,18 @@ void write_trace(const std::string& path, const Trace& trace);
 // Checks the in-memory invariants of a trace; `where` names the file in the
 // messages. Throws TraceError.
 void validate_trace(const Trace& trace, const std::string& where);
+
+// Text taken from a file (a trace's string attributes, group names, HDF5's
+// reasons), made fit to be quoted in a one-line message or printed in a
+// report: control characters are escaped (\n, \t, \r, \x1b, ...), and so
+// are a backslash (\\), bytes that are not UTF-8 (\xff) and the Unicode
+// characters a terminal acts on instead of showing them (C1 controls,
+// line and paragraph separators, bidirectional overrides: \u009b, \u202e);
+// text longer than max_chars characters (after escaping) is cut there and
+// "…(N bytes)" appended, N its size in bytes. Every TraceError quotes
+// file content through it, and the drivers print `model`, `source` and
+// `note` through it.
+std::string printable_text(std::string_view text, std::size_t max_chars = 120);
 
 }  // namespace KokkosMoE
 

@@ -29,7 +29,8 @@ typedef enum kmoe_status {
   KMOE_ERROR_INVALID_ARGUMENT = 1, /* bad configuration, shape, pointer or routing */
   KMOE_ERROR_NOT_INITIALIZED = 2,  /* Kokkos is not initialized (see kmoe_initialize) */
   KMOE_ERROR_OUT_OF_MEMORY = 3,    /* an allocation failed */
-  KMOE_ERROR_STATE = 4,            /* e.g. kmoe_finalize with layers still alive */
+  KMOE_ERROR_STATE = 4,            /* e.g. kmoe_finalize with layers still alive, or a
+                                      forward on a layer whose memory went with Kokkos */
   KMOE_ERROR_INTERNAL = 5          /* any other failure; see kmoe_last_error() */
 } kmoe_status;
 
@@ -80,10 +81,16 @@ kmoe_status kmoe_finalize(void);
 kmoe_status kmoe_layer_create(const kmoe_config* config, const float* router, const float* bias,
                               const void* gate, const void* up, const void* down,
                               kmoe_layer** layer);
-/* NULL is ignored; the handle is invalid afterwards (set it to NULL: a
- * second destroy of the same handle is undefined, as for free). After the
- * application has finalized Kokkos itself the layer's memory is gone with
- * Kokkos: only the handle is released. */
+/* Frees the layer: its Kokkos memory (weights, buffers) and its handle.
+ * NULL is ignored; the handle is invalid afterwards (set it to NULL: a
+ * second destroy of the same handle is undefined, as for free).
+ * If the application finalizes Kokkos itself while layers are alive,
+ * Kokkos::finalize releases their Kokkos memory (a finalize hook the
+ * interface registers with Kokkos::push_finalize_hook: views cannot be
+ * freed once Kokkos is gone); such a layer keeps only its handle, its
+ * forwards return KMOE_ERROR_NOT_INITIALIZED (KMOE_ERROR_STATE if Kokkos was
+ * initialized again), and kmoe_layer_destroy frees the handle. Nothing
+ * leaks either way. */
 void kmoe_layer_destroy(kmoe_layer* layer);
 
 /* out[T, H] = the layer applied to x[T, H] with its own router (not for

@@ -2,16 +2,26 @@
 // KokkosMoE::Layer<Kokkos::DefaultExecutionSpace, Scalar>, the storage type
 // chosen at run time. Host arrays are wrapped in unmanaged views and copied
 // to and from buffers of max_tokens rows allocated with the layer.
+//
+// Kokkos' lifetime: every live layer is in a registry, and a finalize hook
+// (Kokkos::push_finalize_hook, pushed with the first layer of each Kokkos
+// lifetime) releases the views of all of them while Kokkos is still alive.
+// A layer destroyed after the application finalized Kokkos then has only
+// its handle left to free; views destroyed after Kokkos::finalize would
+// make Kokkos abort, and views never destroyed would leak.
 #include <KokkosMoE/kokkos_moe.h>
 
 #include <KokkosMoE/KokkosMoE_Layer.hpp>
 
+#include "KokkosMoE_ErrorText.hpp"
+
 #include <Kokkos_Core.hpp>
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <new>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -20,6 +30,11 @@ struct kmoe_layer {
   // ids and weights are null for the layer's own routing.
   virtual void forward(const void* x, const std::int32_t* ids, const float* weights, void* out,
                        std::int64_t num_tokens) = 0;
+  // Destroys the layer's views (Kokkos must be initialized); the handle
+  // stays, and forwards fail with KMOE_ERROR_STATE.
+  virtual void release() noexcept = 0;
+  // Drops the views without destroying them, for when Kokkos is gone.
+  virtual void abandon() noexcept = 0;
 };
 
 namespace {
@@ -41,8 +56,39 @@ auto host_view(T* p, const View& v) {
 }
 
 thread_local std::string last_error;
-std::atomic<int> live_layers{0};
 bool initialized_here = false;
+
+// A call that the layer's state does not allow (KMOE_ERROR_STATE).
+struct StateError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The layers created and not yet destroyed, and whether this Kokkos
+// lifetime has our finalize hook.
+std::mutex registry_mutex;
+std::set<kmoe_layer*> live_layers;
+bool finalize_hook_pushed = false;
+
+// Runs inside Kokkos::finalize, before Kokkos releases its memory spaces.
+void release_all_layers() noexcept {
+  const std::lock_guard<std::mutex> lock(registry_mutex);
+  for (kmoe_layer* layer : live_layers) layer->release();
+  finalize_hook_pushed = false;  // Kokkos pops the hook; a new lifetime needs a new one
+}
+
+void register_layer(kmoe_layer* layer) {
+  const std::lock_guard<std::mutex> lock(registry_mutex);
+  live_layers.insert(layer);  // may throw bad_alloc: the caller still owns the layer
+  if (!finalize_hook_pushed) {
+    try {
+      Kokkos::push_finalize_hook(release_all_layers);
+    } catch (...) {
+      live_layers.erase(layer);
+      throw;
+    }
+    finalize_hook_pushed = true;
+  }
+}
 
 void require(bool ok, const char* what) {
   if (!ok) throw std::invalid_argument(what);
@@ -70,35 +116,55 @@ class LayerImpl final : public kmoe_layer {
  public:
   LayerImpl(const KokkosMoE::Config& c, const float* router, const float* bias, const void* gate,
             const void* up, const void* down)
-      : layer_(c, make_weights(c, router, bias, gate, up, down)),
-        x_("KokkosMoE::C::x", c.max_tokens, c.hidden_size),
-        out_("KokkosMoE::C::out", c.max_tokens, c.hidden_size),
-        ids_("KokkosMoE::C::ids", c.max_tokens, c.top_k),
-        weights_("KokkosMoE::C::weights", c.max_tokens, c.top_k) {}
+      : state_(std::make_unique<State>(c, make_weights(c, router, bias, gate, up, down))) {}
 
   void forward(const void* x, const std::int32_t* ids, const float* weights, void* out,
                std::int64_t T) override {
     const std::string who = ids ? "kmoe_forward_routed: " : "kmoe_forward: ";
+    if (!state_)
+      throw StateError(who + "the layer's memory was released when Kokkos was finalized; "
+                             "destroy the layer");
+    State& s = *state_;
     require(x != nullptr && out != nullptr, (who + "x and out must not be NULL").c_str());
-    require(T >= 0 && T <= layer_.config().max_tokens,
+    require(T >= 0 && T <= s.layer.config().max_tokens,
             (who + "num_tokens = " + std::to_string(T) + " is outside [0, max_tokens = " +
-             std::to_string(layer_.config().max_tokens) + "]")
+             std::to_string(s.layer.config().max_tokens) + "]")
                 .c_str());
     if (T == 0) return;
-    upload(rows(x_, T), x);
+    upload(rows(s.x, T), x);
     if (ids != nullptr) {
-      upload(rows(ids_, T), ids);
-      upload(rows(weights_, T), weights);
-      layer_.check_routing(ids_, weights_, T);
-      layer_.forward(x_, ids_, weights_, out_, T);
+      upload(rows(s.ids, T), ids);
+      upload(rows(s.weights, T), weights);
+      s.layer.check_routing(s.ids, s.weights, T);
+      s.layer.forward(s.x, s.ids, s.weights, s.out, T);
     } else {
-      layer_.forward(x_, out_, T);
+      s.layer.forward(s.x, s.out, T);
     }
-    const auto result = rows(out_, T);
+    const auto result = rows(s.out, T);
     Kokkos::deep_copy(host_view(static_cast<Scalar*>(out), result), result);
   }
 
+  void release() noexcept override { state_.reset(); }
+  // Destroying views after Kokkos::finalize makes Kokkos abort. Not expected
+  // (the hook released them in finalize), but should Kokkos ever be
+  // finalized without running its hooks, they are left to the process.
+  void abandon() noexcept override { static_cast<void>(state_.release()); }
+
  private:
+  // Everything that holds Kokkos memory.
+  struct State {
+    State(const KokkosMoE::Config& c, typename layer_type::weights_type w)
+        : layer(c, std::move(w)),
+          x("KokkosMoE::C::x", c.max_tokens, c.hidden_size),
+          out("KokkosMoE::C::out", c.max_tokens, c.hidden_size),
+          ids("KokkosMoE::C::ids", c.max_tokens, c.top_k),
+          weights("KokkosMoE::C::weights", c.max_tokens, c.top_k) {}
+    layer_type layer;
+    typename layer_type::tokens_view x, out;
+    typename layer_type::ids_view ids;
+    typename layer_type::weights_view weights;
+  };
+
   static typename layer_type::weights_type make_weights(const KokkosMoE::Config& c,
                                                         const float* router, const float* bias,
                                                         const void* gate, const void* up,
@@ -115,10 +181,7 @@ class LayerImpl final : public kmoe_layer {
     return w;
   }
 
-  layer_type layer_;
-  typename layer_type::tokens_view x_, out_;
-  typename layer_type::ids_view ids_;
-  typename layer_type::weights_view weights_;
+  std::unique_ptr<State> state_;
 };
 
 KokkosMoE::Config to_config(const kmoe_config& in) {
@@ -143,12 +206,6 @@ KokkosMoE::Config to_config(const kmoe_config& in) {
   return c;
 }
 
-// A message on one line: Kokkos appends a blank line and a traceback note.
-std::string first_paragraph(const char* what) {
-  std::string s(what);
-  return s.substr(0, s.find("\n\n"));
-}
-
 // Runs f, turning every exception into a status and a thread-local message.
 template <class F>
 kmoe_status guarded(F&& f) noexcept {
@@ -156,21 +213,23 @@ kmoe_status guarded(F&& f) noexcept {
     f();
     last_error.clear();
     return KMOE_SUCCESS;
-  } catch (const std::invalid_argument& e) {
+  } catch (const StateError& e) {
     last_error = e.what();
+    return KMOE_ERROR_STATE;
+  } catch (const std::invalid_argument& e) {
+    last_error = KokkosMoE::Impl::one_line_message(e.what());
     return KMOE_ERROR_INVALID_ARGUMENT;
   } catch (const std::logic_error& e) {
-    last_error = e.what();
+    last_error = KokkosMoE::Impl::one_line_message(e.what());
     return KMOE_ERROR_INVALID_ARGUMENT;
   } catch (const std::bad_alloc& e) {
     last_error = std::string("out of memory: ") + e.what();
     return KMOE_ERROR_OUT_OF_MEMORY;
   } catch (const std::exception& e) {
-    last_error = first_paragraph(e.what());
-    // Kokkos 3 reports a failed allocation as a runtime_error.
-    if (last_error.find("failed to allocate") != std::string::npos)
-      return KMOE_ERROR_OUT_OF_MEMORY;
-    return KMOE_ERROR_INTERNAL;
+    last_error = KokkosMoE::Impl::one_line_message(e.what());
+    // Kokkos reports a failed allocation as a runtime_error.
+    return KokkosMoE::Impl::is_allocation_failure(e) ? KMOE_ERROR_OUT_OF_MEMORY
+                                                     : KMOE_ERROR_INTERNAL;
   } catch (...) {
     last_error = "unknown exception";
     return KMOE_ERROR_INTERNAL;
@@ -211,8 +270,12 @@ kmoe_status kmoe_initialize(int argc, char** argv) {
 }
 
 kmoe_status kmoe_finalize(void) {
-  if (live_layers.load() != 0)
-    return fail(KMOE_ERROR_STATE, "kmoe_finalize: destroy every layer first");
+  bool layers_alive = false;
+  {
+    const std::lock_guard<std::mutex> lock(registry_mutex);
+    layers_alive = !live_layers.empty();
+  }
+  if (layers_alive) return fail(KMOE_ERROR_STATE, "kmoe_finalize: destroy every layer first");
   return guarded([] {
     // The application may have finalized Kokkos itself meanwhile.
     if (initialized_here && Kokkos::is_initialized()) Kokkos::finalize();
@@ -243,17 +306,19 @@ kmoe_status kmoe_layer_create(const kmoe_config* config, const float* router, co
         throw std::invalid_argument("kmoe_layer_create: unknown dtype " +
                                     std::to_string(config->dtype));
     }
+    register_layer(made.get());
     *layer = made.release();
-    ++live_layers;
   });
 }
 
 void kmoe_layer_destroy(kmoe_layer* layer) {
   if (layer == nullptr) return;
-  // Its views would free memory that Kokkos' finalize already released
-  // (Kokkos aborts then): release the handle only.
-  if (Kokkos::is_initialized()) delete layer;
-  --live_layers;
+  const std::lock_guard<std::mutex> lock(registry_mutex);
+  live_layers.erase(layer);
+  // After the application finalized Kokkos, the finalize hook has released
+  // the views already: only the handle is left.
+  if (!Kokkos::is_initialized()) layer->abandon();
+  delete layer;
 }
 
 kmoe_status kmoe_forward(kmoe_layer* layer, const void* x, void* out, int64_t num_tokens) {

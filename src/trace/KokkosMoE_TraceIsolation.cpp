@@ -261,9 +261,9 @@ class ChildProcess {
     } catch (const TraceError& e) {
       error = e.what();
     } catch (const std::exception& e) {
-      error = path + ": " + e.what();
+      error = printable_text(path, std::string::npos) + ": " + printable_text(e.what());
     } catch (...) {
-      error = path + ": unknown error while reading";
+      error = printable_text(path, std::string::npos) + ": unknown error while reading";
     }
     if (error) {
       out(kTagError);
@@ -277,7 +277,7 @@ class ChildProcess {
 }
 
 std::string crash_message(const std::string& path, const std::string& how) {
-  return path + ": HDF5 failed while reading the file (" + how +
+  return printable_text(path, std::string::npos) + ": HDF5 failed while reading the file (" + how +
          "): the file is corrupt or truncated";
 }
 
@@ -319,7 +319,8 @@ Trace read_isolated(const std::string& path, const std::function<Trace()>& read,
   if (in.timed_out()) {  // ~ChildProcess kills it
     char limit[32];
     std::snprintf(limit, sizeof limit, "%g", timeout_s);
-    throw TraceError(path + ": HDF5 did not finish reading the file within " + limit +
+    throw TraceError(printable_text(path, std::string::npos) +
+                     ": HDF5 did not finish reading the file within " + limit +
                      " s: the file is corrupt (or the limit, KOKKOSMOE_TRACE_TIMEOUT, too short)");
   }
 

@@ -12,7 +12,7 @@ namespace KokkosMoE {
 namespace {
 
 [[noreturn]] void fail(const std::string& where, const std::string& problem) {
-  throw TraceError(where + ": " + problem);
+  throw TraceError(printable_text(where, std::string::npos) + ": " + problem);
 }
 
 [[noreturn]] void fail_layer(const std::string& where, int layer, const std::string& problem) {

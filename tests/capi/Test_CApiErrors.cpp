@@ -1,8 +1,9 @@
 // Error paths of the C interface, in one process from Kokkos' start to its
 // end: every bad call returns its status with a message naming the problem,
 // and none crashes (also after the application finalizes Kokkos itself
-// under a live layer). A plain main: the order of initialize and finalize
-// is part of what is tested.
+// under a live layer, whose memory Kokkos' finalize then releases: checked
+// with Kokkos Tools' allocation callbacks). A plain main: the order of
+// initialize and finalize is part of what is tested.
 #include <KokkosMoE/kokkos_moe.h>
 
 #include <Kokkos_Core.hpp>
@@ -10,10 +11,30 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <string>
 #include <vector>
 
 namespace {
 int failures = 0;
+
+// The live allocations of KokkosMoE (labels "KokkosMoE::..."), as Kokkos
+// Tools reports them.
+std::map<const void*, std::string> live_allocations;
+
+void on_allocate(Kokkos_Profiling_SpaceHandle, const char* label, const void* ptr, std::uint64_t) {
+  if (std::strncmp(label, "KokkosMoE", 9) == 0) live_allocations[ptr] = label;
+}
+void on_deallocate(Kokkos_Profiling_SpaceHandle, const char*, const void* ptr, std::uint64_t) {
+  live_allocations.erase(ptr);
+}
+
+void check(bool ok, const char* what) {
+  if (!ok) {
+    std::printf("FAILED %s\n", what);
+    ++failures;
+  }
+}
 
 void expect(kmoe_status got, kmoe_status want, const char* fragment, const char* call) {
   const char* message = kmoe_last_error();
@@ -42,6 +63,21 @@ int main() {
                 KMOE_ERROR_NOT_INITIALIZED, "not initialized");
 
   EXPECT_STATUS(kmoe_initialize(0, nullptr), KMOE_SUCCESS, "");
+  Kokkos::Tools::Experimental::set_allocate_data_callback(on_allocate);
+  Kokkos::Tools::Experimental::set_deallocate_data_callback(on_deallocate);
+
+  // An allocation that cannot succeed (1 PiB of weights, beyond any address
+  // space): out of memory, in one line (Kokkos 3 appends a paragraph).
+  kmoe_config huge = c;
+  huge.hidden_size = std::int64_t(1) << 21, huge.ffn_size = std::int64_t(1) << 25;
+  huge.max_tokens = 1, huge.dtype = KMOE_BF16;
+  EXPECT_STATUS(kmoe_layer_create(&huge, router.data(), nullptr, gate.data(), up.data(),
+                                  down.data(), &layer),
+                KMOE_ERROR_OUT_OF_MEMORY, "failed to allocate");
+  check(std::strchr(kmoe_last_error(), '\n') == nullptr, "out-of-memory message on one line");
+  check(layer == nullptr, "no layer after a failed create");
+  check(live_allocations.empty(), "a failed create leaves no allocation");
+
   kmoe_config wraps = c;
   wraps.top_k = 4, wraps.max_tokens = std::int64_t(1) << 62;  // max_tokens * top_k wraps to 0
   EXPECT_STATUS(kmoe_layer_create(&wraps, router.data(), nullptr, gate.data(), up.data(),
@@ -62,11 +98,27 @@ int main() {
                 "external");
   EXPECT_STATUS(kmoe_finalize(), KMOE_ERROR_STATE, "destroy every layer");
 
-  // The application ends Kokkos itself, the layer still alive.
+  // A second layer, destroyed while Kokkos lives: all its memory goes.
+  const std::size_t before_second = live_allocations.size();
+  kmoe_layer* second = nullptr;
+  EXPECT_STATUS(kmoe_layer_create(&c, router.data(), nullptr, gate.data(), up.data(), down.data(),
+                                  &second),
+                KMOE_SUCCESS, "");
+  check(live_allocations.size() > before_second, "the allocation callbacks see the layer");
+  kmoe_layer_destroy(second);
+  check(live_allocations.size() == before_second, "destroy frees the layer's views");
+
+  // The application ends Kokkos itself, the layer still alive: Kokkos'
+  // finalize releases the layer's views (its finalize hook), and destroy
+  // afterwards frees the handle (kokkos_moe.h).
+  check(!live_allocations.empty(), "the live layer holds views");
   Kokkos::finalize();
+  for (const auto& a : live_allocations) std::printf("still allocated: %s\n", a.second.c_str());
+  check(live_allocations.empty(), "Kokkos::finalize released the live layer's views");
   EXPECT_STATUS(kmoe_forward_routed(layer, x.data(), ids.data(), weights.data(), out.data(), 2),
                 KMOE_ERROR_NOT_INITIALIZED, "finalized");
-  kmoe_layer_destroy(layer);  // releases the handle only; must not abort
+  EXPECT_STATUS(kmoe_finalize(), KMOE_ERROR_STATE, "destroy every layer");
+  kmoe_layer_destroy(layer);  // frees the handle; must not abort
   EXPECT_STATUS(kmoe_finalize(), KMOE_SUCCESS, "");
 
   std::printf("%s\n", failures == 0 ? "C interface error paths: PASSED" : "FAILED");

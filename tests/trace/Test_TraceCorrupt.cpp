@@ -1,4 +1,6 @@
-// Reading in a child process: a corrupt file gives a TraceError naming it,
+// The two readers. In-process is the default (a library must not fork an
+// application that holds MPI state or a CUDA context); the isolated reader
+// reads in a child process: a corrupt file gives a TraceError naming it,
 // never a crash or a hang of the caller (HDF5 1.10 itself crashes or loops
 // on some damaged files), and an isolated read returns exactly what an
 // in-process read does.
@@ -11,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -25,6 +28,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,6 +59,21 @@ Trace small_trace(std::int64_t tokens) {
 TraceReadOptions in_process(TraceReadOptions o = {}) {
   o.isolate = false;
   return o;
+}
+
+TraceReadOptions isolated(TraceReadOptions o = {}) {
+  o.isolate = true;
+  return o;
+}
+
+// Forks of this process so far (a pthread_atfork handler counts them).
+std::atomic<int> forks{0};
+int fork_count() {
+  static const bool registered = [] {
+    return ::pthread_atfork([] { ++forks; }, nullptr, nullptr) == 0;
+  }();
+  EXPECT_TRUE(registered);
+  return forks.load();
 }
 
 // Sets an environment variable for one scope.
@@ -94,6 +113,40 @@ void expect_no_children() {
   EXPECT_EQ(errno, ECHILD);
 }
 
+// ------------------------------------------------------------ which reader
+
+TEST(TraceReaders, DefaultReadsInProcess) {
+  // A library embedded in MPI and CUDA applications must not fork unless
+  // asked to.
+  EXPECT_FALSE(TraceReadOptions{}.isolate);
+  ScratchDir dir;
+  const std::string path = dir.path("t.h5");
+  write_trace(path, small_trace(8));
+  const int before = fork_count();
+  EXPECT_EQ(read_trace(path).num_tokens, 8);
+  TraceReadOptions some;
+  some.layers = {1};
+  EXPECT_EQ(read_trace(path, some).layers.size(), 1u);
+  EXPECT_EQ(fork_count(), before) << "the default reader forked";
+  // A default read's errors come from this process too.
+  expect_trace_error([&] { read_trace(dir.path("missing.h5")); }, {"no such file"});
+  EXPECT_EQ(fork_count(), before);
+
+  EXPECT_EQ(read_trace(path, isolated()).num_tokens, 8);
+  EXPECT_EQ(fork_count(), before + 1) << "the isolated reader did not fork";
+  expect_no_children();
+}
+
+TEST(TraceReaders, NoForkVariableKeepsIsolatedReadInProcess) {
+  ScratchDir dir;
+  const std::string path = dir.path("t.h5");
+  write_trace(path, small_trace(8));
+  const ScopedEnv no_fork("KOKKOSMOE_TRACE_NO_FORK", "1");
+  const int before = fork_count();
+  EXPECT_EQ(read_trace(path, isolated()).num_tokens, 8);
+  EXPECT_EQ(fork_count(), before);
+}
+
 // ------------------------------------------------------------ same results
 
 TEST(TraceIsolation, SameTraceAsInProcess) {
@@ -101,14 +154,14 @@ TEST(TraceIsolation, SameTraceAsInProcess) {
   const std::string path = dir.path("t.h5");
   const Trace in = small_trace(20000);  // more than a pipe buffer of data
   write_trace(path, in);
-  const Trace isolated = read_trace(path);
-  expect_same_trace(isolated, in);
-  expect_same_trace(isolated, read_trace(path, in_process()));
+  const Trace isolated_read = read_trace(path, isolated());
+  expect_same_trace(isolated_read, in);
+  expect_same_trace(isolated_read, read_trace(path, in_process()));
 
   TraceReadOptions part;
   part.layers = {2, 0};
   part.max_tokens = 10;
-  expect_same_trace(read_trace(path, part), read_trace(path, in_process(part)));
+  expect_same_trace(read_trace(path, isolated(part)), read_trace(path, in_process(part)));
   expect_no_children();
 }
 
@@ -126,9 +179,9 @@ TEST(TraceIsolation, SameErrorAsInProcess) {
   for (const auto& c : cases) {
     const std::string& path = c.first;  // not a structured binding: lambdas capture it
     const TraceReadOptions& options = c.second;
-    const std::string isolated = trace_error_of([&] { read_trace(path, options); });
-    EXPECT_NE(isolated.find(path + ": "), std::string::npos) << isolated;
-    EXPECT_EQ(isolated, trace_error_of([&] { read_trace(path, in_process(options)); }));
+    const std::string message = trace_error_of([&] { read_trace(path, isolated(options)); });
+    EXPECT_NE(message.find(path + ": "), std::string::npos) << message;
+    EXPECT_EQ(message, trace_error_of([&] { read_trace(path, in_process(options)); }));
   }
 }
 
@@ -158,11 +211,12 @@ TEST(TraceIsolation, EnvironmentVariables) {
   const std::string path = dir.path("t.h5");
   write_trace(path, small_trace(8));
   const ScopedEnv timeout("KOKKOSMOE_TRACE_TIMEOUT", "soon");
-  expect_trace_error([&] { read_trace(path); },
+  expect_trace_error([&] { read_trace(path, isolated()); },
                      {path + ": ", "KOKKOSMOE_TRACE_TIMEOUT is 'soon', not a number of seconds"});
   // In-process reads have no time limit, so the bad value goes unread.
-  const ScopedEnv no_fork("KOKKOSMOE_TRACE_NO_FORK", "1");
   EXPECT_EQ(read_trace(path).num_tokens, 8);
+  const ScopedEnv no_fork("KOKKOSMOE_TRACE_NO_FORK", "1");
+  EXPECT_EQ(read_trace(path, isolated()).num_tokens, 8);
 }
 
 // ------------------------------------------------- the child failing on purpose
@@ -232,7 +286,8 @@ TEST(TraceIsolation, ChildHangIsATraceError) {
 // (never in the 8-byte signature, so that most still look like HDF5): each
 // read gives a valid trace or one line naming the file, and this process
 // survives. With HDF5 1.10.8, one of them crashes HDF5 and one makes it loop
-// forever: in-process, either would take the test down.
+// forever: in-process, either would take the test down, so these files go
+// through the isolated reader only.
 TEST(TraceCorrupt, RandomByteChangesNeverCrash) {
   // A hang (HDF5 1.10.8 loops forever on one of these variants) is cut off
   // after 2 s instead of a minute; a valid read takes milliseconds.
@@ -261,7 +316,7 @@ TEST(TraceCorrupt, RandomByteChangesNeverCrash) {
 
     SCOPED_TRACE("seed " + std::to_string(seed));
     try {
-      const Trace t = read_trace(path);
+      const Trace t = read_trace(path, isolated());
       EXPECT_NO_THROW(validate_trace(t, path));
       ++valid;
     } catch (const TraceError& e) {

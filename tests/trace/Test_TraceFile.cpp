@@ -1,14 +1,18 @@
 // read_trace / write_trace: round trips, and one test per malformed file,
-// each checking that the TraceError names the file and the layer.
+// each checking that the TraceError names the file and the layer, with both
+// readers (in-process and isolated: HDF5 reports these files as errors, so
+// neither crashes, and both give the same message).
 #include <KokkosMoE/KokkosMoE_Trace.hpp>
 
 #include "Test_TraceHelpers.hpp"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <limits>
 #include <random>
 
@@ -150,6 +154,28 @@ TEST(TraceFile, WriteToUnwritableDirectory) {
 
 // -------------------------------------------------------------- malformed
 
+// Expects read_trace(path, opt) to fail with all the fragments, through the
+// in-process reader and through the isolated one, with the same message.
+void expect_read_error(const std::string& path, const std::vector<std::string>& fragments,
+                       TraceReadOptions opt = {}) {
+  std::string messages[2];
+  for (int isolate = 0; isolate < 2; ++isolate) {
+    SCOPED_TRACE(isolate ? "isolated reader" : "in-process reader");
+    opt.isolate = isolate != 0;
+    expect_trace_error(
+        [&] {
+          try {
+            read_trace(path, opt);
+          } catch (const TraceError& e) {
+            messages[isolate] = e.what();
+            throw;
+          }
+        },
+        fragments);
+  }
+  EXPECT_EQ(messages[0], messages[1]);
+}
+
 // Writes `r` and expects read_trace to fail with all the fragments (the path
 // is always one of them).
 void expect_raw_error(const RawTrace& r, std::vector<std::string> fragments,
@@ -158,7 +184,7 @@ void expect_raw_error(const RawTrace& r, std::vector<std::string> fragments,
   const std::string path = dir.path("bad.h5");
   write_raw_trace(path, r);
   fragments.insert(fragments.begin(), path + ": ");
-  expect_trace_error([&] { read_trace(path, opt); }, fragments);
+  expect_read_error(path, fragments, opt);
 }
 
 TEST(TraceFileMalformed, ValidRawFileReads) {
@@ -330,7 +356,7 @@ TEST(TraceFileMalformed, NotHdf5) {
     std::mt19937 rng(7);
     for (int i = 0; i < 4096; ++i) out.put(static_cast<char>(rng() & 0xff));
   }
-  expect_trace_error([&] { read_trace(path); }, {path + ": ", "not an HDF5 file"});
+  expect_read_error(path, {path + ": ", "not an HDF5 file"});
 }
 
 TEST(TraceFileMalformed, TruncatedFile) {
@@ -338,13 +364,126 @@ TEST(TraceFileMalformed, TruncatedFile) {
   const std::string path = dir.path("truncated.h5");
   write_trace(path, sample_trace(true));
   std::filesystem::resize_file(path, std::filesystem::file_size(path) / 2);
-  expect_trace_error([&] { read_trace(path); }, {path + ": "});
+  expect_read_error(path, {path + ": "});
 }
 
 TEST(TraceFileMalformed, NonexistentFile) {
   ScratchDir dir;
   const std::string path = dir.path("missing.h5");
-  expect_trace_error([&] { read_trace(path); }, {path + ": ", "no such file"});
+  expect_read_error(path, {path + ": ", "no such file"});
+}
+
+// ------------------------------------------------ file content in messages
+
+// Every message is one line of bounded length, whatever the file holds.
+void expect_one_short_line(const std::string& message) {
+  EXPECT_LT(message.size(), 400u) << message.substr(0, 400);
+  for (char c : message)
+    ASSERT_FALSE(static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+        << "control character " << int(c) << " in '" << message.substr(0, 400) << "'";
+}
+
+std::string read_error_message(const std::string& path) {
+  try {
+    read_trace(path);
+  } catch (const TraceError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no TraceError";
+  return "";
+}
+
+TEST(TraceFileMalformed, HugeFormatAttributeIsCut) {
+  // A 1 MiB attribute gave a 1 MiB "one-line" message.
+  RawTrace r = valid_raw_trace();
+  r.format = std::string(std::size_t(1) << 20, 'x');
+  expect_raw_error(r, {"attribute 'format' is 'xxxx", "\xe2\x80\xa6(1048576 bytes)'",
+                       "expected 'kokkos-moe-trace'"});
+  ScratchDir dir;
+  const std::string path = dir.path("huge.h5");
+  write_raw_trace(path, r);
+  expect_one_short_line(read_error_message(path));
+}
+
+TEST(TraceFileMalformed, ControlCharactersAreEscaped) {
+  // Newlines and terminal escapes from the file must not reach the terminal.
+  RawTrace r = valid_raw_trace();
+  r.format = "kokkos\n\x1b[2J\x1b]0;title\x07moe\\";
+  expect_raw_error(r, {"attribute 'format' is 'kokkos\\n\\x1b[2J\\x1b]0;title\\x07moe\\\\'"});
+  ScratchDir dir;
+  const std::string path = dir.path("escapes.h5");
+  write_raw_trace(path, r);
+  expect_one_short_line(read_error_message(path));
+}
+
+TEST(TraceFileMalformed, LongLayerNameIsCut) {
+  RawTrace r = valid_raw_trace();
+  r.layers[1].name = std::string(5000, '9') + "\r";
+  expect_raw_error(r, {"'/layers/99999", "\xe2\x80\xa6(5009 bytes)' is not a decimal layer index"});
+  ScratchDir dir;
+  const std::string path = dir.path("name.h5");
+  write_raw_trace(path, r);
+  expect_one_short_line(read_error_message(path));
+}
+
+// --------------------------------------------------------- many layers
+
+// n layers of no tokens (E = 1, k = 1) in groups of the new format (HDF5
+// 1.8's dense link storage), which the reference tools and h5py write with
+// libver='latest'.
+void write_many_layers(const std::string& path, int n) {
+  using namespace Detail;
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+  check(H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST) >= 0, "libver");
+  const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+  check(file >= 0, "H5Fcreate");
+  write_string_attr(file, "format", "kokkos-moe-trace", false);
+  write_int_attr(file, "version", 1, H5T_STD_I64LE);
+  write_int_attr(file, "num_experts", 1, H5T_STD_I64LE);
+  write_int_attr(file, "top_k", 1, H5T_STD_I64LE);
+  write_int_attr(file, "num_layers", n, H5T_STD_I64LE);
+  const hid_t layers = H5Gcreate2(file, "layers", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  check(layers >= 0, "layers");
+  const hsize_t dims[2] = {0, 1};
+  const hid_t space = H5Screate_simple(2, dims, nullptr);
+  for (int l = 0; l < n; ++l) {
+    const hid_t g = H5Gcreate2(layers, std::to_string(l).c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    check(g >= 0, "layer group");
+    write_int_attr(g, "layer", l, H5T_STD_I64LE);
+    const hid_t ids = H5Dcreate2(g, "expert_ids", H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t weights = H5Dcreate2(g, "weights", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    check(ids >= 0 && weights >= 0, "datasets");
+    H5Dclose(ids);
+    H5Dclose(weights);
+    H5Gclose(g);
+  }
+  H5Sclose(space);
+  H5Gclose(layers);
+  H5Fclose(file);
+  H5Pclose(fapl);
+}
+
+TEST(TraceFile, ManyLayersReadInLinearTime) {
+  // Listing the layers looked up each name by its index: quadratic in their
+  // number with new-format groups (10,000 layers: 51 s; 20,000 went past the
+  // isolated reader's one-minute limit), though the format allows 65,536.
+  ScratchDir dir;
+  const std::string path = dir.path("many.h5");
+  constexpr int n = 20000;
+  write_many_layers(path, n);
+  TraceReadOptions opt;
+  opt.layers = {n - 1};  // every layer's metadata is still read and checked
+  const auto start = std::chrono::steady_clock::now();
+  const Trace t = read_trace(path, opt);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(t.layers.size(), 1u);
+  EXPECT_EQ(t.layers[0].index, n - 1);
+  EXPECT_EQ(t.num_tokens, 0);
+  // About 2 s on one core (the quadratic listing took minutes); the margin
+  // is for loaded test machines.
+  EXPECT_LT(seconds, 10.0) << "reading " << n << " layers";
+  std::cout << "[          ] " << n << " layers read in " << seconds << " s\n";
 }
 
 // -------------------------------------------------------------- validate

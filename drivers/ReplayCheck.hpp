@@ -1,0 +1,116 @@
+// kokkos-moe-replay --check: how far the layer's output may be from the
+// float64 reference (KokkosMoE_Reference.hpp) and still be right, for any
+// width (H and F from 1 up). Plain C++ on host arrays, so that the model is
+// unit-tested without Kokkos (tests/drivers/Test_ReplayCheck.cpp).
+//
+// The error model. For one token, output element n is the sum of the k * F
+// terms a_jf = w_j down[e_j](n, f) h_jf. The reference computes them in
+// double from the same stored x, gate, up, down and routing weights as the
+// layer, so the layer's error comes from its own roundings only:
+//
+//   - h is rounded to the storage type once (at most u_s |h|, u_s = eps_s / 2,
+//     the storage type's unit roundoff), after float arithmetic whose error
+//     (the sums over H terms, silu's exp and division) is a few float ulps;
+//   - the down sum over F terms and the weighted combine over k run in float;
+//   - the output is rounded to the storage type once (u_s |out_n|).
+//
+// So each term carries a relative error of at most
+//
+//   u_h = u_s + u_f (8 + sqrt(H) + sqrt(F)),  u_f = 2^-24 (float),
+//
+// (8 float roundings of fixed operations, and the float sums over H and F
+// as random walks), and
+//
+//   |out_n - ref_n| <= u_s |ref_n| + u_h sum |a_jf|
+//                   <= u_s |ref_n| + c u_h Q_n,   Q_n = sqrt(sum a_jf^2),
+//
+// with c = sqrt(k F) by Cauchy-Schwarz: rigorous, and what decides at tiny
+// widths. For wide rows, where the kF errors are independent and each of
+// standard deviation at most u_h |a_jf| / sqrt(3), their sum stays within
+// 6 standard deviations, 3.5 u_h Q_n: c = min(sqrt(k F), 3.5).
+//
+// The reported error is the row-relative one of the unit tests: max_n
+// |out_n - ref_n| over the row's scale R = max_n |ref_n| (absolute where
+// the reference row is 0). The bound gives the row's tolerance
+//
+//   tol = (u_s R + c u_h max_n Q_n) / R,
+//
+// never below reference_tolerance (eps_s for 16-bit storage, 1e-4 for
+// float), which the layer's unit tests hold it to at their widths. For wide
+// rows R is about 3.5 Q (the largest of H sums of kF terms), so tol is about
+// eps_s, as before, and a 1 % error in any stage fails. For narrow ones
+// (H = 1, k = 2) an output can be the difference of two large terms: R is
+// then much smaller than Q, the row-relative error large, and so is tol,
+// as it must be: the bound, not a constant, follows the cancellation.
+#ifndef KOKKOSMOE_REPLAYCHECK_HPP
+#define KOKKOSMOE_REPLAYCHECK_HPP
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+namespace KokkosMoE {
+namespace Driver {
+
+struct ErrorModel {
+  double storage_epsilon = 0;  // eps_s: 2^-7 bf16, 2^-10 fp16, 2^-23 fp32
+  double floor = 0;            // reference_tolerance of the storage type
+  std::int64_t hidden = 0, ffn = 0;
+  int top_k = 0;
+
+  static constexpr double float_unit_roundoff = 0x1.0p-24;
+
+  double unit_roundoff() const { return storage_epsilon / 2; }
+  // u_h: the relative error bound of one term w_j down(n, f) h_jf.
+  double term_error() const {
+    const double H = double(std::max<std::int64_t>(hidden, 0));
+    const double F = double(std::max<std::int64_t>(ffn, 0));
+    return unit_roundoff() + float_unit_roundoff * (8.0 + std::sqrt(H) + std::sqrt(F));
+  }
+  // c: Cauchy-Schwarz for few terms, 6 standard deviations for many.
+  double terms_factor() const {
+    const double terms = double(std::max(top_k, 1)) * double(std::max<std::int64_t>(ffn, 1));
+    return std::min(std::sqrt(terms), 3.5);
+  }
+};
+
+// One row's error and the tolerance the model gives it.
+struct RowCheck {
+  double error = 0, tolerance = 0;
+  // error / tolerance: the row that decides the check is the largest.
+  double ratio() const {
+    if (std::isnan(error)) return std::numeric_limits<double>::infinity();
+    if (tolerance > 0) return error / tolerance;
+    return error > 0 ? std::numeric_limits<double>::infinity() : 0;
+  }
+  bool passed() const { return ratio() <= 1; }
+};
+
+// out: the layer's row (float values of the storage type), ref: the
+// reference's, rss: Q_n; n elements each.
+inline RowCheck check_row(const double* out, const double* ref, const double* rss, std::size_t n,
+                          const ErrorModel& m) {
+  double diff = 0, scale = 0, q = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    // NaN anywhere must fail the check: comparisons with NaN are false.
+    if (std::isnan(out[i])) diff = std::numeric_limits<double>::infinity();
+    else diff = std::max(diff, std::abs(out[i] - ref[i]));
+    scale = std::max(scale, std::abs(ref[i]));
+    q = std::max(q, rss[i]);
+  }
+  const double u_s = m.unit_roundoff(), spread = m.terms_factor() * m.term_error() * q;
+  RowCheck r;
+  r.error = scale > 0 ? diff / scale : diff;
+  r.tolerance = std::max(m.floor, scale > 0 ? u_s + spread / scale : spread);
+  return r;
+}
+
+// The row that decides: the larger error / tolerance.
+inline RowCheck worse(const RowCheck& a, const RowCheck& b) { return b.ratio() > a.ratio() ? b : a; }
+
+}  // namespace Driver
+}  // namespace KokkosMoE
+
+#endif
