@@ -3,6 +3,8 @@
 #ifndef KOKKOSMOE_REPLAYREPORT_HPP
 #define KOKKOSMOE_REPLAYREPORT_HPP
 
+#include "ReplayBits.hpp"
+
 #include <KokkosMoE/KokkosMoE_TraceSynth.hpp>
 
 #include "DriverArgs.hpp"
@@ -76,6 +78,7 @@ struct LayerReport {
   // closest to (or went furthest past) its tolerance (ReplayCheck.hpp).
   double max_rel_err = 0, tolerance = 0;
   std::int64_t checked_tokens = 0;
+  BitsCheck bits;  // --check-bits
 
   void add(const StageTimes& st, const Traffic& t) {
     const double s[num_stages] = {st.dispatch, st.gate_up, st.down_combine, st.total, st.graph};
@@ -98,12 +101,17 @@ struct Report {
   std::string model;  // as printable_text shows it: escaped, at most 120 characters
   Shape shape;
   std::int64_t tokens = 0, batch = 0;
-  bool check = false;
+  bool check = false, check_bits = false, batch_invariant = false;
   std::vector<LayerReport> layers;
 
   bool check_passed() const {
     for (const LayerReport& l : layers)
       if (!l.check_passed()) return false;
+    return true;
+  }
+  bool bits_passed() const {
+    for (const LayerReport& l : layers)
+      if (!l.bits.passed()) return false;
     return true;
   }
 };
@@ -142,8 +150,20 @@ inline void print_report(std::ostream& os, const Report& r) {
                     l.check_passed() ? "PASS" : "FAIL");
       os << line;
     }
+    if (r.check_bits) {
+      const BitsCheck& b = l.bits;
+      std::snprintf(line, sizeof line,
+                    "  bits: run to run %lld of %lld values differ; %lld tokens alone: %lld values "
+                    "differ from the batch's%s: %s\n",
+                    (long long)b.run_to_run, (long long)b.values, (long long)b.tokens_alone,
+                    (long long)b.alone_differing,
+                    b.batch_invariant ? "" : " (allowed: not batch-invariant)",
+                    b.passed() ? "PASS" : "FAIL");
+      os << line;
+    }
   }
   if (r.check) os << (r.check_passed() ? "check PASSED\n" : "check FAILED\n");
+  if (r.check_bits) os << (r.bits_passed() ? "bits PASSED\n" : "bits FAILED\n");
 }
 
 inline std::string json_string(const std::string& s) {
@@ -170,7 +190,9 @@ inline void write_json(std::ostream& os, const Report& r) {
      << ",\n  \"shape\": {\"experts\": " << r.shape.experts << ", \"top_k\": " << r.shape.top_k
      << ", \"hidden\": " << r.shape.hidden << ", \"ffn\": " << r.shape.ffn
      << ", \"reduce\": " << r.shape.reduce << "},\n  \"tokens\": " << r.tokens
-     << ",\n  \"batch\": " << r.batch << ",\n  \"layers\": [";
+     << ",\n  \"batch\": " << r.batch
+     << ",\n  \"batch_invariant\": " << (r.batch_invariant ? "true" : "false")
+     << ",\n  \"layers\": [";
   for (std::size_t li = 0; li < r.layers.size(); ++li) {
     const LayerReport& l = r.layers[li];
     os << (li ? ",\n" : "\n") << "    {\"layer\": " << l.index << ", \"load\": {\"busiest_over_mean\": "
@@ -189,10 +211,17 @@ inline void write_json(std::ostream& os, const Report& r) {
       os << ",\n     \"check\": {\"max_rel_err\": " << n(l.max_rel_err) << ", \"tolerance\": "
          << n(l.tolerance) << ", \"tokens\": " << l.checked_tokens
          << ", \"passed\": " << (l.check_passed() ? "true" : "false") << "}";
+    if (r.check_bits)
+      os << ",\n     \"bits\": {\"values\": " << l.bits.values
+         << ", \"run_to_run_differing\": " << l.bits.run_to_run
+         << ", \"tokens_alone\": " << l.bits.tokens_alone
+         << ", \"alone_differing\": " << l.bits.alone_differing
+         << ", \"passed\": " << (l.bits.passed() ? "true" : "false") << "}";
     os << "}";
   }
   os << "\n  ]";
   if (r.check) os << ",\n  \"check_passed\": " << (r.check_passed() ? "true" : "false");
+  if (r.check_bits) os << ",\n  \"bits_passed\": " << (r.bits_passed() ? "true" : "false");
   os << "\n}\n";
 }
 

@@ -72,6 +72,10 @@ const char* const kUsageTail =
     "  --warmup N             untimed runs first (default 3 on GPUs, 1 on host)\n"
     "  --seed N               seed of the hidden states and weights (default 1)\n"
     "  --check                compare a sample of tokens with the float64 reference\n"
+    "  --batch-invariant      a layer whose tokens' outputs do not depend on their batch\n"
+    "                         (Config::batch_invariant)\n"
+    "  --check-bits           run each batch again and up to 16 of its tokens alone: the\n"
+    "                         same bits run to run, and alone where --batch-invariant\n"
     "  --json FILE            also write the report as JSON\n"
     "  --reader isolated|in-process\n"
     "                         read the trace in a child process, so that HDF5 crashing\n"
@@ -87,7 +91,7 @@ struct Options {
   std::string model, dtype = "bf16", json;
   int repeat = -1, warmup = -1;
   std::uint64_t seed = 1;
-  bool check = false;
+  bool check = false, check_bits = false, batch_invariant = false;
   bool isolate = true;  // --reader
 };
 
@@ -113,6 +117,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--warmup") o.warmup = parse_small_int(args.value(a), a, 0);
     else if (a == "--seed") o.seed = parse_seed(args.value(a));
     else if (a == "--check") args.no_value(a), o.check = true;
+    else if (a == "--check-bits") args.no_value(a), o.check_bits = true;
+    else if (a == "--batch-invariant") args.no_value(a), o.batch_invariant = true;
     else if (a == "--json") {
       o.json = args.value(a);
       if (o.json.empty()) throw UsageError("--json: needs a file name, got ''");
@@ -196,6 +202,7 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
   c.ffn_size    = s.ffn;
   c.max_tokens  = batch;
   c.routing     = RoutingMode::external;
+  c.batch_invariant = o.batch_invariant;
   auto w        = Weights<Scalar, Memory>::allocate(c);
   const std::uint64_t seed = o.seed * 1000003ull + std::uint64_t(tl.index) * 16;
   fill_hashed(w.gate, seed + 1, 2.0f / std::sqrt(float(s.hidden)));
@@ -259,11 +266,12 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
     }
     if (layer.invalid_ids() != 0) throw std::runtime_error("routing ids outside [0, E) reached the layer");
 
+    // Up to 16 tokens per batch, spread over it.
+    std::vector<int> sample;
+    for (std::int64_t i = 0; i < std::min<std::int64_t>(16, n); ++i) sample.push_back(int(i * n / std::min<std::int64_t>(16, n)));
     if (o.check) {
-      // Up to 16 tokens per batch, spread over it, against float64; each
-      // row within the tolerance of its own error bound (ReplayCheck.hpp).
-      std::vector<int> sample;
-      for (std::int64_t i = 0; i < std::min<std::int64_t>(16, n); ++i) sample.push_back(int(i * n / std::min<std::int64_t>(16, n)));
+      // The sample against float64; each row within the tolerance of its
+      // own error bound (ReplayCheck.hpp).
       Kokkos::View<int*, Memory> tokens("tokens", sample.size());
       Kokkos::deep_copy(tokens, Kokkos::View<int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(sample.data(), sample.size()));
       Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> rss;
@@ -276,6 +284,8 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
       }
       r.checked_tokens += std::int64_t(sample.size());
     }
+    // Last: it leaves the layer after a batch of one.
+    if (o.check_bits) r.bits.add(check_bits(layer, graph, x, ids, rw, out, n, sample));
   }
   r.max_rel_err = worst.error;
   r.tolerance = worst.tolerance;
@@ -316,6 +326,8 @@ int replay(const Options& o, const Trace& trace, const Shape& s) {
   report.device  = Space::name();
   report.shape   = s;
   report.check   = o.check;
+  report.check_bits      = o.check_bits;
+  report.batch_invariant = o.batch_invariant;
   report.tokens  = o.max_tokens ? std::min(o.max_tokens, trace.num_tokens) : trace.num_tokens;
   report.batch   = std::max<std::int64_t>(1, o.batch ? std::min(o.batch, report.tokens) : std::min<std::int64_t>(report.tokens, 4096));
   for (const TraceLayer& tl : trace.layers) {
@@ -335,7 +347,8 @@ int replay(const Options& o, const Trace& trace, const Shape& s) {
     write_json(json, report);
     write_text_file(o.json, json.str());
   }
-  return o.check && !report.check_passed() ? 1 : 0;
+  const bool failed = (o.check && !report.check_passed()) || (o.check_bits && !report.bits_passed());
+  return failed ? 1 : 0;
 }
 
 int run(int argc, char** argv) {
