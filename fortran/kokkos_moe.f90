@@ -28,7 +28,7 @@ module kokkos_moe
     integer(c_int64_t) :: hidden_size, ffn_size, max_tokens
     integer(c_int32_t) :: routing, renormalize, n_group, topk_group
     real(c_float) :: routed_scaling
-    integer(c_int32_t) :: dtype
+    integer(c_int32_t) :: dtype, batch_invariant
   end type kmoe_config
 
   public :: kmoe_config_init, kmoe_initialize, kmoe_finalize, kmoe_layer_create, &

@@ -57,6 +57,8 @@ typedef struct kmoe_config {
   int32_t topk_group;   /* sigmoid_group_topk: groups kept per token */
   float routed_scaling; /* sigmoid_group_topk: weight multiplier */
   int32_t dtype;        /* kmoe_dtype: storage of gate/up/down, x and out */
+  int32_t batch_invariant; /* nonzero: a token's output bits do not depend on its
+                              batch (KokkosMoE::Config::batch_invariant) */
 } kmoe_config;
 
 typedef struct kmoe_layer kmoe_layer;

@@ -203,6 +203,7 @@ KokkosMoE::Config to_config(const kmoe_config& in) {
   c.n_group        = in.n_group;
   c.topk_group     = in.topk_group;
   c.routed_scaling = in.routed_scaling;
+  c.batch_invariant = in.batch_invariant != 0;
   return c;
 }
 
@@ -257,6 +258,7 @@ void kmoe_config_init(kmoe_config* config) {
   config->topk_group     = d.topk_group;
   config->routed_scaling = d.routed_scaling;
   config->dtype          = KMOE_FP32;
+  config->batch_invariant = d.batch_invariant ? 1 : 0;
 }
 
 kmoe_status kmoe_initialize(int argc, char** argv) {

@@ -98,6 +98,35 @@ int main() {
                 "external");
   EXPECT_STATUS(kmoe_finalize(), KMOE_ERROR_STATE, "destroy every layer");
 
+  // batch_invariant reaches the layer: a token alone gives the bits it has in
+  // a batch of 3 (a shape whose default mode splits H differently for 1
+  // and 3 tokens, and so differs in the last bits).
+  {
+    kmoe_config bi = c;
+    bi.hidden_size = 1700, bi.ffn_size = 40, bi.batch_invariant = 1;
+    std::vector<float> g(4 * 40 * 1700), u(g.size()), d(g.size()), xs(3 * 1700), o3(3 * 1700),
+        o1(1700), r(4 * 1700, 0.1f);
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      g[i] = 0.02f * float(int(i * 7919 % 201) - 100) / 100;
+      u[i] = 0.02f * float(int(i * 6271 % 199) - 99) / 99;
+      d[i] = 0.1f * float(int(i * 4513 % 197) - 98) / 98;
+    }
+    for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = float(int(i * 3541 % 101) - 50) / 50;
+    std::vector<std::int32_t> bi_ids = {0, 1, 2, 3, 1, 0};
+    kmoe_layer* invariant = nullptr;
+    EXPECT_STATUS(kmoe_layer_create(&bi, r.data(), nullptr, g.data(), u.data(), d.data(), &invariant),
+                  KMOE_SUCCESS, "");
+    EXPECT_STATUS(kmoe_forward_routed(invariant, xs.data(), bi_ids.data(), weights.data(),
+                                      o3.data(), 3),
+                  KMOE_SUCCESS, "");
+    EXPECT_STATUS(kmoe_forward_routed(invariant, xs.data(), bi_ids.data(), weights.data(),
+                                      o1.data(), 1),
+                  KMOE_SUCCESS, "");
+    check(std::memcmp(o1.data(), o3.data(), o1.size() * sizeof(float)) == 0,
+          "a batch-invariant layer: token 0 alone has its bits in the batch");
+    kmoe_layer_destroy(invariant);
+  }
+
   // A second layer, destroyed while Kokkos lives: all its memory goes.
   const std::size_t before_second = live_allocations.size();
   kmoe_layer* second = nullptr;
