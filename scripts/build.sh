@@ -2,13 +2,19 @@
 # Builds KokkosMoE (library, drivers, tests, benchmarks) for one backend,
 # building Kokkos first when needed (scripts/deps.sh). Prints the build dir.
 #
-#   scripts/build.sh [host|cuda|hip]     (default host; build dir build-<backend>)
+#   scripts/build.sh [host|host-asan|cuda|hip]  (default host; build dir build-<backend>)
 #
-#   host   OpenMP + Serial, g++
-#   cuda   CUDA + Serial, sm_90a, through Kokkos' nvcc_wrapper (needs nvcc)
-#   hip    HIP + Serial, gfx90a by default (HIP_ARCH, see scripts/deps.sh),
-#          with Debian's hipcc; links against Debian's libamdhip64. Compiles
-#          and links only here: no AMD GPU to run on
+#   host       OpenMP + Serial, g++
+#   host-asan  the host build under AddressSanitizer and UndefinedBehaviorSanitizer
+#              (-fsanitize=address,undefined -fno-sanitize-recover=undefined,
+#              -O1 -g, assertions on), without the benchmarks; only the
+#              project's targets are instrumented: they link the host build's
+#              Kokkos and Kokkos Kernels (same prefix). scripts/test.sh
+#              host-asan runs its tests
+#   cuda       CUDA + Serial, sm_90a, through Kokkos' nvcc_wrapper (needs nvcc)
+#   hip        HIP + Serial, gfx90a by default (HIP_ARCH, see scripts/deps.sh),
+#              with Debian's hipcc; links against Debian's libamdhip64. Compiles
+#              and links only here: no AMD GPU to run on
 #
 # Environment:
 #   Kokkos_ROOT=<prefix>  uses an installed Kokkos + Kokkos Kernels instead
@@ -30,13 +36,29 @@ backend=${1:-host}
 jobs=${JOBS:-$(nproc)}
 build="$root/build-$backend"
 cache=${KOKKOS_MOE_CACHE:-$HOME/.cache/kokkos-moe}
+deps_backend=$backend
+[ "$backend" = host-asan ] && deps_backend=host
 
-prefix=$("$root/scripts/deps.sh" "$backend" | tail -n 1)
+prefix=$("$root/scripts/deps.sh" "$deps_backend" | tail -n 1)
 # A build dir keeps the Kokkos it first found (Kokkos_DIR) over Kokkos_ROOT:
 # forget it, so a new deps key (patches, arch) is picked up.
 extra=(-UKokkos_DIR -UKokkosKernels_DIR)
+build_type=Release
 ccache_env=()
-if [ "$backend" = cuda ]; then
+if [ "$backend" = host-asan ]; then
+  # Debug, with its flags replaced: -O1 keeps the sanitized tests fast, -g
+  # gives file:line in the reports, and NDEBUG stays off (assertions run).
+  # The flags go on every C, C++ and Fortran compile and every link.
+  san="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+  build_type=Debug
+  for lang in C CXX Fortran; do
+    extra+=("-DCMAKE_${lang}_FLAGS=$san" "-DCMAKE_${lang}_FLAGS_DEBUG=-O1 -g")
+  done
+  for kind in EXE SHARED MODULE; do
+    extra+=("-DCMAKE_${kind}_LINKER_FLAGS=-fsanitize=address,undefined")
+  done
+  extra+=(-DKokkosMoE_ENABLE_BENCHMARKS=OFF)
+elif [ "$backend" = cuda ]; then
   # Kokkos' nvcc_wrapper compiles the CUDA backend's C++; its default arch is
   # Hopper (sm_90) in our patched copy, and Kokkos adds the configured arch.
   extra+=(-DCMAKE_CXX_COMPILER="$prefix/bin/nvcc_wrapper")
@@ -63,7 +85,7 @@ if [ "${KOKKOS_MOE_CCACHE:-1}" != 0 ] && command -v ccache >/dev/null; then
 else
   extra+=(-UCMAKE_CXX_COMPILER_LAUNCHER -UCMAKE_C_COMPILER_LAUNCHER)
 fi
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release \
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE="$build_type" \
   -DKokkos_ROOT="$prefix" -DKokkosKernels_ROOT="$prefix" "${extra[@]}" >&2
 cmake --build "$build" -j "$jobs" >&2
 echo "$build"

@@ -1,7 +1,44 @@
 #!/usr/bin/env bash
 # The tests: builds the host backends (OpenMP and Serial) and runs CTest.
+#
+#   scripts/test.sh              build-host, every test
+#   scripts/test.sh host-asan    build-host-asan (scripts/build.sh host-asan:
+#                                AddressSanitizer, LeakSanitizer and
+#                                UndefinedBehaviorSanitizer), the tests below
+#
+# Under the sanitizers the first report ends the test process (abort_on_error,
+# halt_on_error), so any report fails its test; leaks of third-party code
+# are suppressed in scripts/sanitizer/lsan.supp, each with its reason. An
+# allocation beyond what the sanitizer can give returns NULL, as malloc
+# does (allocator_may_return_null), so that the out-of-memory paths run as
+# they do without it. The sanitized run leaves out, for time (the heaviest
+# tests take 5-10 times as long as in the release build):
+#   - the Serial backend's copies of the backend tests: the same kernels and
+#     layer code as the OpenMP ones, on one thread;
+#   - Determinism_*: bitwise comparisons of repeated forwards that the Layer
+#     tests run once each;
+# and, as not meaningful there:
+#   - SpackRecipe (Python);
+#   - ReplayCli.AllocationFailure: the sanitizer's warning about the
+#     impossible allocation comes before the error line the test expects at
+#     the start of the output.
+# TESTS_REGEX (a CTest -R regex) and TESTS_EXCLUDE (-E) replace that choice.
+#
+# Extra arguments go to ctest (e.g. -R Layer_openmp, --repeat until-fail:3).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-build=$("$root/scripts/build.sh" host)
+mode=host
+case ${1:-} in
+  host | host-asan) mode=$1; shift ;;
+esac
+build=$("$root/scripts/build.sh" "$mode")
 cd "$build"
-ctest --output-on-failure -j "${JOBS:-$(nproc)}"
+select=()
+if [ "$mode" = host-asan ]; then
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1
+  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  export LSAN_OPTIONS=suppressions=$root/scripts/sanitizer/lsan.supp:print_suppressions=0
+  [ -n "${TESTS_REGEX:-}" ] && select+=(-R "$TESTS_REGEX")
+  select+=(-E "${TESTS_EXCLUDE:-_serial\.|^Determinism_|^SpackRecipe\$|^ReplayCli\.AllocationFailure\$}")
+fi
+ctest --output-on-failure -j "${JOBS:-$(nproc)}" "${select[@]}" "$@"

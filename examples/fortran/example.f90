@@ -48,6 +48,7 @@ program kokkos_moe_example
     write (*, '(a, es9.2, a)') 'Fortran example: max error ', err, ', FAILED'
     error stop 1
   end if
+  deallocate(router, gate, up, down, x, out, ref)
 
 contains
 

@@ -1,0 +1,185 @@
+#!/usr/bin/env bash
+# The CUDA build on a GPU machine: bundle it here, then check, time or
+# sanitize it there (docs/performance.md: how the records in
+# benchmarks/results/ were made with it).
+#
+#   scripts/gpu.sh bundle BUILD_DIR BUNDLE [TRACE.h5...]
+#   scripts/gpu.sh check BUNDLE [OUT]
+#   scripts/gpu.sh perf BUNDLE OUT PATTERN "TOKENS..." [replay options...]
+#   scripts/gpu.sh sanitize BUNDLE [OUT]
+#   scripts/gpu.sh env BUNDLE COMMAND [ARGS...]
+#   scripts/gpu.sh --help
+#
+# bundle    (here) collects what the CUDA build needs on a GPU machine without
+#           HDF5: the test and driver binaries (stripped), the non-system
+#           shared libraries they load (HDF5 and its dependencies; not glibc,
+#           libstdc++ or CUDA) and the traces to replay (inputs/*.h5 and the
+#           TRACE.h5 given), in BUNDLE/bin, lib and traces.
+# check     the unit tests, the trace tests and kokkos-moe-replay --check on
+#           the bundle's traces (bf16, fp16, fp32; DeepSeek-V3 and GPT-OSS at
+#           512 tokens), each logged to OUT/NAME.log, with OUT/summary.log.
+#           Exit 1 when any of them failed.
+# perf      speed sweep: for each bundled trace whose name contains PATTERN
+#           and each batch size in TOKENS, one replay of the trace's first
+#           layer with --check and --json OUT/NAME-tT.json, summed up in one
+#           line (scripts/gpu/perf_summary.py). Where nvidia-smi runs, the SM
+#           clock, power and power-cap throttling are sampled every 50 ms into
+#           OUT/NAME-tT.power.csv and summed up in OUT/NAME-tT.board.json (run
+#           long enough, the H200 holds the large kernels at its 700 W cap,
+#           which sets their clock: benchmarks/results/README.md;
+#           benchmarks/results/merge.py keeps the summary in the records).
+# sanitize  the CUDA tests under compute-sanitizer: memcheck on every Cuda
+#           test, racecheck on the expert-kernel tests, the launch/fence and
+#           graph tests and the bf16 layer cases (every tile shape); logs
+#           OUT/memcheck.log and OUT/racecheck.log. Exit 1 on any error.
+# env       runs COMMAND with the bundle's libraries and the CUDA install's
+#           cuBLAS on the loader path, as the commands above do (for a run of
+#           a bundled binary by hand).
+#
+# OUT defaults to $OUT, else ./gpu-out. On the GPU machine the repository's
+# scripts/ must be there too (the bundle holds only binaries and data).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+
+usage() { sed -n '2,/^[^#]/{/SPDX-License-Identifier/d;/^#/{s/^# \{0,1\}//;p}}' "$0"; }
+die_usage() { echo "scripts/gpu.sh: $*" >&2; echo "run scripts/gpu.sh --help" >&2; exit 2; }
+
+# The bundle's libraries (HDF5 and its dependencies) and the CUDA install's
+# cuBLAS on the loader path.
+bundle_env() {  # bundle
+  local cublas
+  cublas=$( (ldconfig -p | awk '/libcublas\.so\.13/ {print $NF}'
+    ls /usr/local/cuda*/lib*/libcublas.so.13 \
+      /usr/local/cuda*/targets/*/lib/libcublas.so.13 2>/dev/null) | head -n 1)
+  export LD_LIBRARY_PATH="$1/lib:${cublas:+$(dirname "$cublas"):}${LD_LIBRARY_PATH:-}"
+}
+
+# The absolute path of an existing bundle.
+bundle_dir() {
+  [ -d "${1:-}" ] || die_usage "no bundle directory '${1:-}'"
+  (cd "$1" && pwd)
+}
+
+cmd_bundle() {  # BUILD_DIR BUNDLE [TRACE.h5...]
+  set -e
+  [ $# -ge 2 ] || die_usage "bundle: BUILD_DIR BUNDLE [TRACE.h5...]"
+  local build=$1 bundle=$2
+  shift 2
+  rm -rf "$bundle" && mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/traces"
+  cp "$build/tests/KokkosMoE_tests" "$build/tests/trace/kokkosmoe_trace_tests" \
+    "$build/drivers/kokkos-moe-replay" "$build/drivers/kokkos-moe-trace" "$bundle/bin/"
+  strip "$bundle"/bin/*
+  for b in "$bundle"/bin/*; do ldd "$b" | awk '/=>/ {print $3}'; done | sort -u |
+    grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|libdl|libpthread|librt)\.so|cuda' |
+    xargs -r -I{} cp -L {} "$bundle/lib/"
+  cp "$root"/inputs/*.h5 "$@" "$bundle/traces/"
+  du -sh "$bundle"
+}
+
+cmd_check() {  # BUNDLE [OUT]
+  [ $# -ge 1 ] || die_usage "check: BUNDLE [OUT]"
+  local bundle out bin status=0 dt
+  bundle=$(bundle_dir "$1")
+  out=${2:-${OUT:-./gpu-out}}
+  mkdir -p "$out"
+  bundle_env "$bundle"
+  bin=$bundle/bin
+  check() {  # name, command...: log to OUT/name.log, remember failures
+    local name=$1 rc
+    shift
+    echo "== $name: $*" | tee -a "$out/summary.log"
+    "$@" >"$out/$name.log" 2>&1
+    rc=$?
+    tail -n 4 "$out/$name.log" | tee -a "$out/summary.log"
+    echo "-> exit $rc" | tee -a "$out/summary.log"
+    [ $rc -eq 0 ] || status=1
+  }
+  {
+    date -u
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  } | tee "$out/summary.log"
+  check unit-tests "$bin/KokkosMoE_tests"
+  check trace-tests "$bin/kokkosmoe_trace_tests"
+  check replay-default-bf16 "$bin/kokkos-moe-replay" "$bundle/traces/mixtral-8x7b-zipf0.3.h5" \
+    --check --json "$out/replay-default-bf16.json"
+  for dt in fp16 fp32; do
+    check replay-default-$dt "$bin/kokkos-moe-replay" "$bundle/traces/mixtral-8x7b-zipf0.3.h5" \
+      --check --dtype $dt --repeat 5 --warmup 1
+  done
+  check replay-deepseek-prefill "$bin/kokkos-moe-replay" \
+    "$bundle/traces/deepseek-v3-prefill4096-sampled.h5" \
+    --max-tokens 512 --layers 3,4 --check --repeat 5 --warmup 1
+  check replay-deepseek-decode "$bin/kokkos-moe-replay" \
+    "$bundle/traces/deepseek-v3-decode-sampled.h5" \
+    --max-tokens 512 --layers 3,4 --check --repeat 5 --warmup 1
+  check replay-gpt-oss "$bin/kokkos-moe-replay" "$bundle/traces/gpt-oss-20b-decode.h5" \
+    --max-tokens 512 --layers 0,1 --check --repeat 5 --warmup 1
+  return $status
+}
+
+cmd_perf() {  # BUNDLE OUT PATTERN "TOKENS..." [replay options...]
+  [ $# -ge 4 ] || die_usage "perf: BUNDLE OUT PATTERN \"TOKENS...\" [replay options...]"
+  local bundle out=$2 pattern=$3 tokens=$4 trace name layer t json power sampler rc
+  bundle=$(bundle_dir "$1")
+  shift 4
+  mkdir -p "$out"
+  bundle_env "$bundle"
+  for trace in "$bundle"/traces/*"$pattern"*.h5; do
+    name=$(basename "$trace" .h5)
+    # The first MoE layer of the trace, as the peer benchmark takes.
+    layer=$("$bundle/bin/kokkos-moe-trace" info "$trace" |
+      awk '/^ *layer +tokens/ {getline; print $1; exit}')
+    for t in $tokens; do
+      json="$out/$name-t$t.json" power="$out/$name-t$t.power.csv"
+      sampler=
+      if command -v nvidia-smi >/dev/null 2>&1; then
+        nvidia-smi --query-gpu=clocks.sm,power.draw,clocks_event_reasons.sw_power_cap \
+          --format=csv,noheader,nounits -lms 50 >"$power" 2>/dev/null &
+        sampler=$!
+      fi
+      "$bundle/bin/kokkos-moe-replay" "$trace" --layers "$layer" --max-tokens "$t" \
+        --tokens "$t" --check --json "$json" "$@" >"$out/$name-t$t.log" 2>&1
+      rc=$?
+      [ -n "$sampler" ] && kill "$sampler" 2>/dev/null && wait "$sampler" 2>/dev/null
+      python3 "$here/gpu/perf_summary.py" "$json" "$rc" "$name" "$t" "$power"
+    done
+  done
+}
+
+cmd_sanitize() {  # BUNDLE [OUT]
+  [ $# -ge 1 ] || die_usage "sanitize: BUNDLE [OUT]"
+  local bundle out sanitizer status=0 f
+  bundle=$(bundle_dir "$1")
+  out=${2:-${OUT:-./gpu-out}}
+  mkdir -p "$out"
+  bundle_env "$bundle"
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  "$sanitizer" --tool memcheck --error-exitcode 1 "$bundle/bin/KokkosMoE_tests" \
+    --gtest_filter='*cuda*' >"$out/memcheck.log" 2>&1 || status=1
+  "$sanitizer" --tool racecheck --error-exitcode 1 "$bundle/bin/KokkosMoE_tests" \
+    --gtest_filter='ExpertMLP_cuda*:Layer_cuda*Fences*:Layer_cuda*Graph*:Layer_cuda/2.ExternalRouting*' \
+    >"$out/racecheck.log" 2>&1 || status=1
+  for f in memcheck racecheck; do
+    echo "== $f: $(grep -E '^\[  PASSED|^\[  FAILED' "$out/$f.log" | tr '\n' ' ')$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/$f.log")"
+  done
+  return $status
+}
+
+cmd_env() {  # BUNDLE COMMAND [ARGS...]
+  [ $# -ge 2 ] || die_usage "env: BUNDLE COMMAND [ARGS...]"
+  local bundle
+  bundle=$(bundle_dir "$1")
+  shift
+  bundle_env "$bundle"
+  exec "$@"
+}
+
+[ $# -ge 1 ] || { usage >&2; exit 2; }
+command=$1
+shift
+case $command in
+  -h | --help | help) usage ;;
+  bundle | check | perf | sanitize | env) "cmd_$command" "$@" ;;
+  *) die_usage "unknown command '$command'" ;;
+esac
