@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The host's fp32 FMA peak, measured in the same run as the layer: every
 // host thread runs chains of independent fused multiply-adds on the widest
 // vectors the CPU has (AVX-512, else AVX2, else one float at a time), enough
@@ -75,21 +76,21 @@ Isa widest() {
 
 void host_fma_peak(benchmark::State& state) {
   const int threads = int(state.range(0));
-  const Isa isa     = widest();
+  const Isa isa = widest();
   std::vector<float> sink(threads);
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
     std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] { sink[t] = isa.run(1.0f + t); });
+    for (int t = 0; t < threads; ++t) pool.emplace_back([&, t] { sink[t] = isa.run(1.0f + t); });
     for (auto& th : pool) th.join();
-    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   benchmark::DoNotOptimize(sink.data());
   state.SetLabel(isa.name);
-  state.counters["flops_per_second"] = benchmark::Counter(
-      2.0 * isa.lanes * chains * double(iterations) * threads,
-      benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["flops_per_second"] =
+      benchmark::Counter(2.0 * isa.lanes * chains * double(iterations) * threads,
+                         benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // 1 thread and every thread Kokkos' host space runs on.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Google Benchmark: each stage and the whole layer at the model presets,
 // with bytes/s and flops/s counters (the traffic each run must do). On host
 // backends the shapes are divided (H/16, F/16) to keep runs short.
@@ -22,7 +23,7 @@
 namespace {
 using namespace KokkosMoE;
 using namespace KokkosMoE::Driver;
-using Space  = Kokkos::DefaultExecutionSpace;
+using Space = Kokkos::DefaultExecutionSpace;
 using Memory = Space::memory_space;
 constexpr bool on_host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Memory>::accessible;
 
@@ -46,16 +47,16 @@ struct Bench {
 #endif
 
   Bench(const Preset& p, std::int64_t tokens, double zipf) {
-    shape = Shape{p.experts, p.top_k, on_host ? p.hidden / 16 : p.hidden, on_host ? p.ffn / 16 : p.ffn,
-                  on_host ? 16 : 1};
+    shape = Shape{p.experts, p.top_k, on_host ? p.hidden / 16 : p.hidden,
+                  on_host ? p.ffn / 16 : p.ffn, on_host ? 16 : 1};
     config.num_experts = p.experts;
-    config.top_k       = p.top_k;
+    config.top_k = p.top_k;
     config.hidden_size = shape.hidden;
-    config.ffn_size    = shape.ffn;
-    config.max_tokens  = tokens;
-    config.routing     = RoutingMode::external;
-    w   = Weights<Scalar, Memory>::allocate(config);
-    x   = typename layer_type::tokens_view("x", tokens, shape.hidden);
+    config.ffn_size = shape.ffn;
+    config.max_tokens = tokens;
+    config.routing = RoutingMode::external;
+    w = Weights<Scalar, Memory>::allocate(config);
+    x = typename layer_type::tokens_view("x", tokens, shape.hidden);
     out = typename layer_type::tokens_view("out", tokens, shape.hidden);
     // Non-zero inputs so that no arithmetic shortcut applies.
     Kokkos::deep_copy(w.gate, Scalar(0.01f));
@@ -63,27 +64,28 @@ struct Bench {
     Kokkos::deep_copy(w.down, Scalar(0.03f));
     Kokkos::deep_copy(x, Scalar(0.5f));
     SynthOptions so;
-    so.num_experts   = p.experts;
-    so.top_k         = p.top_k;
-    so.num_tokens    = tokens;
-    so.distribution  = zipf > 0 ? SynthDistribution::zipf : SynthDistribution::uniform;
+    so.num_experts = p.experts;
+    so.top_k = p.top_k;
+    so.num_tokens = tokens;
+    so.distribution = zipf > 0 ? SynthDistribution::zipf : SynthDistribution::uniform;
     so.zipf_exponent = zipf;
-    const Trace t    = synth_trace(so);
+    const Trace t = synth_trace(so);
     ids = typename layer_type::ids_view("ids", tokens, p.top_k);
-    rw  = typename layer_type::weights_view("rw", tokens, p.top_k);
+    rw = typename layer_type::weights_view("rw", tokens, p.top_k);
     auto hid = Kokkos::create_mirror_view(ids);
-    auto hw  = Kokkos::create_mirror_view(rw);
+    auto hw = Kokkos::create_mirror_view(rw);
     for (std::size_t i = 0; i < t.layers[0].expert_ids.size(); ++i) {
       hid.data()[i] = t.layers[0].expert_ids[i];
-      hw.data()[i]  = t.layers[0].weights[i];
+      hw.data()[i] = t.layers[0].weights[i];
     }
     Kokkos::deep_copy(ids, hid);
     Kokkos::deep_copy(rw, hw);
     traffic = count_traffic(shape, sizeof(Scalar), hid, tokens);
-    layer   = std::make_unique<layer_type>(config, w, exec);
+    layer = std::make_unique<layer_type>(config, w, exec);
     layer->forward(x, ids, rw, out, tokens);  // plan for the per-stage runs
-    graph = std::make_unique<WorkGraph<Space>>(
-        exec, [this, tokens] { layer->forward(x, ids, rw, out, tokens); });
+    graph = std::make_unique<WorkGraph<Space>>(exec, [this, tokens] {
+      layer->forward(x, ids, rw, out, tokens);
+    });
 #ifdef KOKKOSMOE_ENABLE_KOKKOSKERNELS
     unfused = std::make_unique<UnfusedExperts<Space, Scalar>>(config, w);
 #endif
@@ -111,9 +113,9 @@ void register_all() {
     for (std::int64_t tokens : {1, 32, 512, 2048}) {
       const double zipf = p.experts >= 64 ? 0.5 : 0.0;
       const std::string name = std::string(p.name) + "/bf16/tokens:" + std::to_string(tokens) +
-                                (zipf > 0 ? "/zipf0.5" : "/uniform");
+                               (zipf > 0 ? "/zipf0.5" : "/uniform");
       auto bench = std::make_shared<std::unique_ptr<Bench<bfloat16>>>();
-      auto get   = [bench, p, tokens, zipf]() -> Bench<bfloat16>& {
+      auto get = [bench, p, tokens, zipf]() -> Bench<bfloat16>& {
         if (!*bench) *bench = std::make_unique<Bench<bfloat16>>(p, tokens, zipf);
         return **bench;
       };
@@ -126,8 +128,10 @@ void register_all() {
             ->UseManualTime()
             ->Unit(benchmark::kMillisecond);
       };
-      reg("dispatch", dispatch_stage, [tokens](Bench<bfloat16>& b) { b.layer->dispatch(b.ids, tokens); });
-      reg("gate_up", gate_up_stage, [tokens](Bench<bfloat16>& b) { b.layer->gate_up(b.x, tokens); });
+      reg("dispatch", dispatch_stage,
+          [tokens](Bench<bfloat16>& b) { b.layer->dispatch(b.ids, tokens); });
+      reg("gate_up", gate_up_stage,
+          [tokens](Bench<bfloat16>& b) { b.layer->gate_up(b.x, tokens); });
       reg("down_combine", down_combine_stage,
           [tokens](Bench<bfloat16>& b) { b.layer->down_combine(b.rw, b.out, tokens); });
       reg("forward", total_stage,

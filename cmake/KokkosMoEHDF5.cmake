@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # KokkosMoE::hdf5: FindHDF5's results (HDF5_INCLUDE_DIRS, HDF5_DEFINITIONS,
 # HDF5_C_LIBRARIES) as one imported target. Used by the build and, installed,
 # by KokkosMoEConfig.cmake after find_dependency(HDF5 COMPONENTS C), so the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # What the Kokkos we build against can do, decided at configure time from its
 # version and its installed configuration (never from a private Kokkos
 # macro), and the optional Kokkos Kernels. Sets, for

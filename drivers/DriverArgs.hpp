@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Command-line parsing shared by the drivers: one-line errors, exit code 2.
 #ifndef KOKKOSMOE_DRIVERARGS_HPP
 #define KOKKOSMOE_DRIVERARGS_HPP
@@ -28,7 +29,8 @@ struct UsageError : std::runtime_error {
 // --help anywhere: print the usage and exit 0.
 struct HelpRequested {};
 
-inline std::int64_t parse_int(const std::string& text, const std::string& option, std::int64_t min) {
+inline std::int64_t parse_int(const std::string& text, const std::string& option,
+                              std::int64_t min) {
   std::int64_t value = 0;
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
@@ -58,8 +60,7 @@ inline double parse_double(const std::string& text, const std::string& option) {
   errno = 0;
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
-  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE ||
-      !std::isfinite(value))
+  if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(value))
     throw UsageError(option + ": '" + text + "' is not a finite number");
   return value;
 }
@@ -135,7 +136,8 @@ inline bool parse_reader(const std::string& text, const std::string& option) {
 inline void write_text_file(const std::string& path, const std::string& text) {
   std::FILE* f = std::fopen(path.c_str(), "w");
   if (f == nullptr) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
-  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size() &&
+                       std::fflush(f) == 0;
   const int write_errno = errno;
   const bool closed = std::fclose(f) == 0;
   if (!written || !closed)

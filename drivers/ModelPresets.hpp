@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Shapes of the MoE layers of real models, for the drivers.
 #ifndef KOKKOSMOE_MODELPRESETS_HPP
 #define KOKKOSMOE_MODELPRESETS_HPP

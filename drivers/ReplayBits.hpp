@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kokkos-moe-replay --check-bits: whether a replayed batch's output bits
 // come back the same (Config::batch_invariant, docs/api.md "Determinism").
 #ifndef KOKKOSMOE_REPLAYBITS_HPP
@@ -13,12 +14,12 @@ namespace KokkosMoE {
 namespace Driver {
 
 struct BitsCheck {
-  std::int64_t values          = 0;  // output values compared per comparison
-  std::int64_t run_to_run      = 0;  // values that differ when the batch runs again
-  std::int64_t tokens_alone    = 0;  // sampled tokens run as batches of one
+  std::int64_t values = 0;           // output values compared per comparison
+  std::int64_t run_to_run = 0;       // values that differ when the batch runs again
+  std::int64_t tokens_alone = 0;     // sampled tokens run as batches of one
   std::int64_t alone_differing = 0;  // their values that differ from the batch's
-  bool batch_invariant         = false;
-  bool checked                 = false;
+  bool batch_invariant = false;
+  bool checked = false;
   // Run to run must always hold; a token alone only where the layer promises it.
   bool passed() const { return run_to_run == 0 && (!batch_invariant || alone_differing == 0); }
   void add(const BitsCheck& b) {
@@ -50,16 +51,14 @@ BitsCheck check_bits(Layer& layer, const Graph& graph, const typename Layer::tok
                      const typename Layer::tokens_view& out, std::int64_t n,
                      const std::vector<int>& sample) {
   BitsCheck b;
-  b.checked         = true;
+  b.checked = true;
   b.batch_invariant = layer.config().batch_invariant;
-  const auto first  = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
-  auto again        = Kokkos::create_mirror_view(out);
+  const auto first = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+  auto again = Kokkos::create_mirror_view(out);
   const std::int64_t H = std::int64_t(out.extent(1));
   for (int run = 0; run < 2; ++run) {
-    if (run == 0)
-      layer.forward(x, ids, routing_weights, out, n);
-    else
-      graph.launch();
+    if (run == 0) layer.forward(x, ids, routing_weights, out, n);
+    else graph.launch();
     Kokkos::deep_copy(again, out);
     b.values += n * H;
     b.run_to_run += differing_values(first, 0, again, 0, n);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kokkos-moe-replay --check: how far the layer's output may be from the
 // float64 reference (KokkosMoE_Reference.hpp) and still be right, for any
 // width (H and F from 1 up). Plain C++ on host arrays, so that the model is
@@ -108,7 +109,9 @@ inline RowCheck check_row(const double* out, const double* ref, const double* rs
 }
 
 // The row that decides: the larger error / tolerance.
-inline RowCheck worse(const RowCheck& a, const RowCheck& b) { return b.ratio() > a.ratio() ? b : a; }
+inline RowCheck worse(const RowCheck& a, const RowCheck& b) {
+  return b.ratio() > a.ratio() ? b : a;
+}
 
 }  // namespace Driver
 }  // namespace KokkosMoE

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What kokkos-moe-replay measures and how it reports it: the bytes and flops
 // each stage must move and do, per-stage medians, text and JSON output.
 #ifndef KOKKOSMOE_REPLAYREPORT_HPP
@@ -27,8 +28,16 @@ struct Shape {
 // "total" enqueues the forward's kernels one by one; "graph" replays the
 // same forward recorded as one graph (a CUDA graph on CUDA: no per-kernel
 // launch cost, as a serving engine would run it).
-enum Stage { dispatch_stage, gate_up_stage, down_combine_stage, total_stage, graph_stage, num_stages };
-constexpr const char* kStageNames[num_stages] = {"dispatch", "gate_up", "down_combine", "total", "graph"};
+enum Stage {
+  dispatch_stage,
+  gate_up_stage,
+  down_combine_stage,
+  total_stage,
+  graph_stage,
+  num_stages
+};
+constexpr const char* kStageNames[num_stages] = {"dispatch", "gate_up", "down_combine", "total",
+                                                 "graph"};
 
 // Bytes each stage must move at least (the weights of the experts the batch
 // touches, once; activations once) and the flops it must do, per forward.
@@ -38,7 +47,8 @@ struct Traffic {
 };
 
 template <class HostIds>
-Traffic count_traffic(const Shape& s, std::size_t scalar_bytes, const HostIds& ids, std::int64_t n) {
+Traffic count_traffic(const Shape& s, std::size_t scalar_bytes, const HostIds& ids,
+                      std::int64_t n) {
   std::vector<char> touched(s.experts, 0);
   std::int64_t assignments = 0;
   for (std::int64_t i = 0; i < n * s.top_k; ++i) {
@@ -52,9 +62,9 @@ Traffic count_traffic(const Shape& s, std::size_t scalar_bytes, const HostIds& i
   const double routing_bytes = double(n) * s.top_k * 8;  // ids + weights
   Traffic t;
   // dispatch reads the ids and writes slot and order (4-byte integers).
-  t.bytes[dispatch_stage]     = double(n) * s.top_k * 12;
-  t.bytes[gate_up_stage]      = experts * 2 * HF * sb + tokens_bytes + A * s.ffn * sb;
-  t.flops[gate_up_stage]      = 4 * A * HF;
+  t.bytes[dispatch_stage] = double(n) * s.top_k * 12;
+  t.bytes[gate_up_stage] = experts * 2 * HF * sb + tokens_bytes + A * s.ffn * sb;
+  t.flops[gate_up_stage] = 4 * A * HF;
   t.bytes[down_combine_stage] = experts * HF * sb + A * s.ffn * sb + tokens_bytes + routing_bytes;
   t.flops[down_combine_stage] = 2 * A * HF;
   // The layer as a whole: weights once, hidden states in and out, routing.
@@ -123,24 +133,29 @@ inline void print_report(std::ostream& os, const Report& r) {
   // is written apart, so that the fixed buffer never cuts the line.
   std::snprintf(line, sizeof line, ": E=%d k=%d H=%lld F=%lld%s, dtype %s, device %s\n",
                 r.shape.experts, r.shape.top_k, (long long)r.shape.hidden, (long long)r.shape.ffn,
-                r.shape.reduce > 1 ? (" (reduced by " + std::to_string(r.shape.reduce) + ")").c_str() : "",
+                r.shape.reduce > 1
+                    ? (" (reduced by " + std::to_string(r.shape.reduce) + ")").c_str()
+                    : "",
                 r.dtype.c_str(), r.device.c_str());
   os << "model " << r.model << line;
-  std::snprintf(line, sizeof line, "tokens %lld in batches of %lld; times are medians per forward\n",
+  std::snprintf(line, sizeof line,
+                "tokens %lld in batches of %lld; times are medians per forward\n",
                 (long long)r.tokens, (long long)r.batch);
   os << line;
   for (const LayerReport& l : r.layers) {
-    std::snprintf(line, sizeof line,
-                  "layer %d: busiest expert %.2fx the mean load (max %lld), %d of %d experts idle\n",
-                  l.index, l.load.busiest_over_mean, (long long)l.load.max_load, l.load.empty_experts,
-                  r.shape.experts);
+    std::snprintf(
+        line, sizeof line,
+        "layer %d: busiest expert %.2fx the mean load (max %lld), %d of %d experts idle\n", l.index,
+        l.load.busiest_over_mean, (long long)l.load.max_load, l.load.empty_experts,
+        r.shape.experts);
     os << line;
     os << "  stage            time ms      MB moved       GFLOP       GB/s    TFLOP/s\n";
     for (int i = 0; i < num_stages; ++i) {
       const double t = l.median_s(i);
-      std::snprintf(line, sizeof line, "  %-14s %9.4f %13.3f %11.3f %10.2f %10.4f\n", kStageNames[i],
-                    t * 1e3, l.mean_bytes(i) / 1e6, l.mean_flops(i) / 1e9,
-                    t > 0 ? l.mean_bytes(i) / t / 1e9 : 0.0, t > 0 ? l.mean_flops(i) / t / 1e12 : 0.0);
+      std::snprintf(line, sizeof line, "  %-14s %9.4f %13.3f %11.3f %10.2f %10.4f\n",
+                    kStageNames[i], t * 1e3, l.mean_bytes(i) / 1e6, l.mean_flops(i) / 1e9,
+                    t > 0 ? l.mean_bytes(i) / t / 1e9 : 0.0,
+                    t > 0 ? l.mean_flops(i) / t / 1e12 : 0.0);
       os << line;
     }
     if (r.check) {
@@ -195,10 +210,10 @@ inline void write_json(std::ostream& os, const Report& r) {
      << ",\n  \"layers\": [";
   for (std::size_t li = 0; li < r.layers.size(); ++li) {
     const LayerReport& l = r.layers[li];
-    os << (li ? ",\n" : "\n") << "    {\"layer\": " << l.index << ", \"load\": {\"busiest_over_mean\": "
-       << n(l.load.busiest_over_mean) << ", \"max_load\": " << l.load.max_load
-       << ", \"mean_load\": " << n(l.load.mean_load) << ", \"empty_experts\": " << l.load.empty_experts
-       << "},\n     \"stages\": {";
+    os << (li ? ",\n" : "\n") << "    {\"layer\": " << l.index
+       << ", \"load\": {\"busiest_over_mean\": " << n(l.load.busiest_over_mean)
+       << ", \"max_load\": " << l.load.max_load << ", \"mean_load\": " << n(l.load.mean_load)
+       << ", \"empty_experts\": " << l.load.empty_experts << "},\n     \"stages\": {";
     for (int i = 0; i < num_stages; ++i) {
       const double t = l.median_s(i);
       os << (i ? ", " : "") << json_string(kStageNames[i]) << ": {\"median_ms\": " << n(t * 1e3)
@@ -208,8 +223,8 @@ inline void write_json(std::ostream& os, const Report& r) {
     }
     os << "}";
     if (r.check)
-      os << ",\n     \"check\": {\"max_rel_err\": " << n(l.max_rel_err) << ", \"tolerance\": "
-         << n(l.tolerance) << ", \"tokens\": " << l.checked_tokens
+      os << ",\n     \"check\": {\"max_rel_err\": " << n(l.max_rel_err)
+         << ", \"tolerance\": " << n(l.tolerance) << ", \"tokens\": " << l.checked_tokens
          << ", \"passed\": " << (l.check_passed() ? "true" : "false") << "}";
     if (r.check_bits)
       os << ",\n     \"bits\": {\"values\": " << l.bits.values

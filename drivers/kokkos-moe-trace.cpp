@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kokkos-moe-trace: inspect, validate and synthesise routing traces
 // (docs/trace-format.md).
 //
@@ -40,10 +41,10 @@ const char* const kMainUsage =
     "\n"
     "'kokkos-moe-trace <command> --help' describes each command.\n";
 
-#define KOKKOSMOE_READER_USAGE                                                          \
-  "\n"                                                                                   \
+#define KOKKOSMOE_READER_USAGE \
+  "\n" \
   "  --reader isolated    read in a child process (default): HDF5 crashing or hanging\n" \
-  "                       on a corrupt file is reported as an error\n"                   \
+  "                       on a corrupt file is reported as an error\n" \
   "  --reader in-process  read in this process\n"
 
 const char* const kInfoUsage =
@@ -60,8 +61,8 @@ const char* const kValidateUsage =
     "\n"
     "Reads the whole trace and checks every rule of the format. Prints\n"
     "'OK: <file>: <layers> layers, <T> tokens, E=<E>, k=<k>' and exits 0 when\n"
-    "valid; otherwise prints one line 'error: <message>' on stderr, exits 1.\n"
-    KOKKOSMOE_READER_USAGE;
+    "valid; otherwise prints one line 'error: <message>' on stderr, exits "
+    "1.\n" KOKKOSMOE_READER_USAGE;
 
 const char* const kSynthUsage =
     "usage: kokkos-moe-trace synth --out FILE [options]\n"
@@ -107,10 +108,13 @@ ReadArgs read_args(Args& args, const std::string& command) {
       continue;
     }
     if (arg.rfind("-", 0) == 0 && arg.size() > 1) unknown_option(command, arg);
-    if (path) throw UsageError(command + ": expects one trace file, got '" + *path + "' and '" + arg + "'");
+    if (path)
+      throw UsageError(command + ": expects one trace file, got '" + *path + "' and '" + arg + "'");
     path = arg;
   }
-  if (!path) throw UsageError(command + ": missing trace file (see 'kokkos-moe-trace " + command + " --help')");
+  if (!path)
+    throw UsageError(command + ": missing trace file (see 'kokkos-moe-trace " + command +
+                     " --help')");
   r.path = *path;
   return r;
 }
@@ -137,10 +141,8 @@ int run_info(Args& args) {
   std::printf("ffn_size:     %lld\n", static_cast<long long>(trace.ffn_size));
   std::printf("num_layers:   %zu\n", trace.layers.size());
   std::printf("num_tokens:   %lld\n", static_cast<long long>(trace.num_tokens));
-  if (trace.sequence_id.empty())
-    std::printf("sequence_id:  absent\n");
-  else
-    std::printf("sequence_id:  present, %zu distinct sequences\n", sequences.size());
+  if (trace.sequence_id.empty()) std::printf("sequence_id:  absent\n");
+  else std::printf("sequence_id:  present, %zu distinct sequences\n", sequences.size());
 
   std::printf("\n%6s %9s %13s %9s %14s\n", "layer", "tokens", "busiest/mean", "max_load",
               "empty_experts");
@@ -256,7 +258,8 @@ int run(int argc, char** argv) {
   }
   const std::string command = argv[1];
   Args args(argc, argv, 2);
-  if (command == "--help" || command == "-h" || command == "help") return std::cout << kMainUsage, 0;
+  if (command == "--help" || command == "-h" || command == "help")
+    return std::cout << kMainUsage, 0;
   if (command == "info") return run_info(args);
   if (command == "validate") return run_validate(args);
   if (command == "synth") return run_synth(args);

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! Fortran interface of KokkosMoE: iso_c_binding declarations of the C API
 ! (include/KokkosMoE/kokkos_moe.h) and a small wrapper type, kmoe_layer_t.
 !

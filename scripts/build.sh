@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds KokkosMoE (library, drivers, tests, benchmarks) for one backend,
 # building Kokkos first when needed (scripts/deps.sh). Prints the build dir.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds KokkosMoE and runs its host tests (CTest) and the main job (the
 # replay driver on inputs/ with --check, as scripts/run.sh does) against a
 # newer Kokkos than the 3.4.01 of scripts/deps.sh, from Debian sid binary

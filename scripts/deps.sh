@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs what KokkosMoE needs and builds Kokkos + Kokkos Kernels 3.4.01 from
 # Debian's trilinos source package when no usable installation is given.
 #
@@ -13,7 +14,7 @@
 # Prints nothing but progress on stderr; the last line on stdout of each
 # backend is the install prefix (also reachable as $CACHE/<key>/install; <key>
 # is kokkos-<version>-<backend>[-<CUDA_ARCH or HIP_ARCH>]-<hash of
-# cmake/patches/*.patch and this script>).
+# cmake/patches/*.patch and the commands of this script>).
 #
 # Environment:
 #   KOKKOS_MOE_CACHE   cache root (default ~/.cache/kokkos-moe)
@@ -99,8 +100,8 @@ amdgpu_target() {
   esac
 }
 
-patch_hash() {
-  cat "$root"/cmake/patches/*.patch "$0" | sha256sum | cut -c1-12
+patch_hash() {  # the patches and this script's commands (not its comments)
+  { cat "$root"/cmake/patches/*.patch; grep -v '^[[:space:]]*#' "$0"; } | sha256sum | cut -c1-12
 }
 
 build_backend() {

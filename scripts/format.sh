@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Formats the C and C++ sources with clang-format 14 (Debian 12's) and the
 # repository's .clang-format.
 #
 #   scripts/format.sh            rewrites the files in place
 #   scripts/format.sh --check    changes nothing; lists the files clang-format
-#                                would change and exits 1 if there are any
+#                                would change, and the sources without an SPDX
+#                                license line, and exits 1 if there are any
 #   scripts/format.sh [--check] FILE...   only these files
 #
 # The files: the repository's *.hpp, *.cpp, *.h and *.c, tracked or not
@@ -65,6 +67,19 @@ if [ $check = 0 ]; then
   "$cf" -i --style=file "${files[@]}"
   exit 0
 fi
+# Every source file names its license in its first lines (LICENSE).
+spdx_missing=()
+if [ $# -eq 0 ]; then
+  while IFS= read -r f; do
+    [ -f "$f" ] || continue
+    head -n 3 "$f" | grep -q 'SPDX-License-Identifier: BSD-3-Clause' || spdx_missing+=("$f")
+  done < <(git ls-files --cached --others --exclude-standard '*.hpp' '*.cpp' '*.h' '*.c' \
+    '*.in' '*.f90' '*.cmake' '*CMakeLists.txt' '*.sh' '*.py' '*.yaml' .ci/run | sort -u)
+fi
+if [ ${#spdx_missing[@]} -gt 0 ]; then
+  echo "[format] ${#spdx_missing[@]} files lack the line 'SPDX-License-Identifier: BSD-3-Clause' in their first 3 lines:"
+  printf '  %s\n' "${spdx_missing[@]}"
+fi
 differ=()
 for f in "${files[@]}"; do
   [ -f "$f" ] || continue  # deleted in the working tree, not yet in the index
@@ -76,4 +91,5 @@ if [ ${#differ[@]} -gt 0 ]; then
   printf '  %s\n' "${differ[@]}"
   exit 1
 fi
-echo "[format] ${#files[@]} files formatted"
+[ ${#spdx_missing[@]} -eq 0 ] || exit 1
+echo "[format] ${#files[@]} files formatted, every source names its license"

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The CUDA build on a GPU machine: bundle it here, then check, time or
 # sanitize it there (docs/performance.md: how the records in
 # benchmarks/results/ were made with it).

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The main job: replays the default trace in inputs/ through the layer on the
 # host backend, checks it against float64 and prints the report.
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The tests: builds the host backends (OpenMP and Serial) and runs CTest.
 #
 #   scripts/test.sh              build-host, every test

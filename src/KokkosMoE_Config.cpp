@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <KokkosMoE/KokkosMoE_Config.hpp>
 
 #include <algorithm>
@@ -35,11 +36,11 @@ void Config::validate() const {
   // are 32-bit on the device; buffers hold E F H and T k max(H, F) values.
   // Products are checked by division: a wrapped product would pass.
   const std::int64_t int_max = std::numeric_limits<int>::max();
-  require(hidden_size <= int_max, "hidden_size must fit in an int, got " +
-                                      std::to_string(hidden_size));
+  require(hidden_size <= int_max,
+          "hidden_size must fit in an int, got " + std::to_string(hidden_size));
   require(ffn_size <= int_max, "ffn_size must fit in an int, got " + std::to_string(ffn_size));
-  require(max_tokens <= int_max / top_k, "max_tokens * top_k must fit in an int, got max_tokens " +
-                                             std::to_string(max_tokens));
+  require(max_tokens <= int_max / top_k,
+          "max_tokens * top_k must fit in an int, got max_tokens " + std::to_string(max_tokens));
   const std::int64_t max_values = std::int64_t(1) << 56;  // 2^56 values: far beyond any memory
   require(hidden_size * ffn_size <= max_values / num_experts,
           "num_experts * ffn_size * hidden_size is too large");

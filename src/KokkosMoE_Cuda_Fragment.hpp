@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The CUDA tensor-core fragment: 16-bit operand tiles in team scratch
 // multiplied with mma.sync (m16n8k16, float accumulation in registers),
 // operands read from scratch with ldmatrix; and the tile shapes and
@@ -22,10 +23,9 @@
 #include <Kokkos_Core.hpp>
 
 // bf16 mma.sync needs compute capability 8.0 or newer.
-#if defined(KOKKOS_ENABLE_CUDA) &&                                                   \
-    (defined(KOKKOS_ARCH_AMPERE80) || defined(KOKKOS_ARCH_AMPERE86) ||               \
-     defined(KOKKOS_ARCH_AMPERE87) || defined(KOKKOS_ARCH_ADA89) ||                  \
-     defined(KOKKOS_ARCH_HOPPER90))
+#if defined(KOKKOS_ENABLE_CUDA) && \
+    (defined(KOKKOS_ARCH_AMPERE80) || defined(KOKKOS_ARCH_AMPERE86) || \
+     defined(KOKKOS_ARCH_AMPERE87) || defined(KOKKOS_ARCH_ADA89) || defined(KOKKOS_ARCH_HOPPER90))
 #define KOKKOSMOE_ENABLE_CUDA_TENSOR_CORES
 
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
@@ -41,19 +41,17 @@ namespace Impl {
 
 // d += a b on the tensor cores: one m16n8k16 mma.sync with float
 // accumulators; ptx_type names the 16-bit operand type ("bf16", "f16").
-#define KOKKOSMOE_MMA_M16N8K16(ptx_type, d, a, b0, b1)                                         \
-  asm("mma.sync.aligned.m16n8k16.row.col.f32." ptx_type "." ptx_type                          \
-      ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                          \
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                         \
+#define KOKKOSMOE_MMA_M16N8K16(ptx_type, d, a, b0, b1) \
+  asm("mma.sync.aligned.m16n8k16.row.col.f32." ptx_type "." ptx_type \
+      ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n" \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) \
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1))
 
 template <class Scalar>
 KOKKOS_INLINE_FUNCTION void mma_m16n8k16(float* d, const unsigned* a, unsigned b0, unsigned b1) {
 #ifdef __CUDA_ARCH__
-  if constexpr (std::is_same<Scalar, bfloat16>::value)
-    KOKKOSMOE_MMA_M16N8K16("bf16", d, a, b0, b1);
-  else
-    KOKKOSMOE_MMA_M16N8K16("f16", d, a, b0, b1);
+  if constexpr (std::is_same<Scalar, bfloat16>::value) KOKKOSMOE_MMA_M16N8K16("bf16", d, a, b0, b1);
+  else KOKKOSMOE_MMA_M16N8K16("f16", d, a, b0, b1);
 #else
   (void)d, (void)a, (void)b0, (void)b1;
 #endif
@@ -63,7 +61,7 @@ KOKKOS_INLINE_FUNCTION void mma_m16n8k16(float* d, const unsigned* a, unsigned b
 template <class Scalar, int TileM, int TileN, int TileK, int WarpsM, int WarpsN, int Stages,
           int MinTeams, int InFlight = 0>
 struct CudaTensorCoreFragment {
-  using operand_type  = Scalar;
+  using operand_type = Scalar;
   using scratch_space = Kokkos::Cuda::scratch_memory_space;
   using tile = Kokkos::View<Scalar**, Kokkos::LayoutRight, scratch_space,
                             Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
@@ -71,7 +69,7 @@ struct CudaTensorCoreFragment {
   static constexpr int tile_m = TileM, tile_n = TileN, tile_k = TileK;
   // Depth of the cp.async pipeline (all stages of a kernel's operand tiles
   // must fit Kokkos 3.4's 40 KiB of team scratch).
-  static constexpr int stages  = Stages;
+  static constexpr int stages = Stages;
   static constexpr int warps_m = WarpsM, warps_n = WarpsN;
   static constexpr int warp_m = tile_m / warps_m, warp_n = tile_n / warps_n;
   static constexpr int frags_m = warp_m / 16, frags_n = warp_n / 8;
@@ -83,8 +81,8 @@ struct CudaTensorCoreFragment {
   // bank groups. Unpadded tiles let the large shape keep two stages of the
   // gate/up kernel's three operands (32 KiB) under the 40 KiB cap.
   static constexpr int operand_stride = tile_k;
-  static constexpr bool k_contiguous  = true;  // 8 consecutive k in a 16-byte chunk
-  static constexpr int chunks         = tile_k / 8;
+  static constexpr bool k_contiguous = true;  // 8 consecutive k in a 16-byte chunk
+  static constexpr int chunks = tile_k / 8;
   // Warpgroup shapes: tile lines are the 128-byte lines of wgmma's swizzle
   // (which is ours at 8 chunks per line), in 1024-byte aligned tiles.
   static constexpr bool warpgroup_shape = warps_n == 1 && warp_m == 16 && warps_m % 4 == 0 &&
@@ -104,7 +102,7 @@ struct CudaTensorCoreFragment {
   static int team_size() { return team_threads; }
   // At least MinTeams resident teams per multiprocessor: caps registers.
   static constexpr int min_teams = MinTeams;
-  using launch_bounds            = Kokkos::LaunchBounds<team_threads, MinTeams>;
+  using launch_bounds = Kokkos::LaunchBounds<team_threads, MinTeams>;
   // Every warp copies and multiplies; one team per work item (see
   // CudaWarpSpecialized for the other way).
   static constexpr int producer_threads = 0;
@@ -112,9 +110,7 @@ struct CudaTensorCoreFragment {
   // Split-K aims at this many teams: several waves of the ~4-8 resident
   // teams on each of ~132 multiprocessors, so the last wave's idle share
   // stays small.
-  static std::int64_t split_k_teams() {
-    return 4096;
-  }
+  static std::int64_t split_k_teams() { return 4096; }
 
   struct accumulator_type {
     float c[frags_m][frags_n][4];
@@ -185,8 +181,7 @@ struct CudaTensorCoreFragment {
 
   // acc += a b^T for one or two (b, acc) pairs sharing the a fragments.
   template <class Member, class... Pairs>
-  KOKKOS_INLINE_FUNCTION static void mma_nt(const Member& member, const tile& a,
-                                            Pairs&&... b_acc) {
+  KOKKOS_INLINE_FUNCTION static void mma_nt(const Member& member, const tile& a, Pairs&&... b_acc) {
 #ifdef KOKKOSMOE_CUDA_WARPGROUP_MMA
     if constexpr (warpgroup_shape) {
       warpgroup::TileMma<CudaTensorCoreFragment>::mma_nt(member, a, b_acc...);
@@ -297,8 +292,8 @@ template <TileSize Size, class Large, class Medium, class Small, class LargeDown
 struct CudaShapeTable {
   using gate_up = std::conditional_t<Size == TileSize::large, Large,
                                      std::conditional_t<Size == TileSize::medium, Medium, Small>>;
-  using down    = std::conditional_t<Size == TileSize::large, LargeDown,
-                                     std::conditional_t<Size == TileSize::medium, MediumDown, Small>>;
+  using down = std::conditional_t<Size == TileSize::large, LargeDown,
+                                  std::conditional_t<Size == TileSize::medium, MediumDown, Small>>;
 };
 
 // The fragments of the 16-bit types on CUDA, by the build's table: below,
@@ -328,17 +323,15 @@ struct DownFragment<Kokkos::Cuda, float16, Size> : CudaFragmentOf<float16, Size>
 #if defined(KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH) && !defined(KOKKOSMOE_ENABLE_CUDA_WGMMA)
 template <class Scalar, TileSize Size>
 struct CudaFragmentOf
-    : CudaShapeTable<Size,
-                     CudaTensorCoreFragment<Scalar, 128, 64, 64, 2, 2, 3, 2>,  // large
-                     CudaTensorCoreFragment<Scalar, 64, 64, 64, 2, 2, 3, 3>,   // medium
-                     CudaTensorCoreFragment<Scalar, 16, 64, 64, 1, 4, 4, 3>> {};  // small
+    : CudaShapeTable<Size, CudaTensorCoreFragment<Scalar, 128, 64, 64, 2, 2, 3, 2>,  // large
+                     CudaTensorCoreFragment<Scalar, 64, 64, 64, 2, 2, 3, 3>,         // medium
+                     CudaTensorCoreFragment<Scalar, 16, 64, 64, 1, 4, 4, 3>> {};     // small
 #elif !defined(KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH)
 template <class Scalar, TileSize Size>
 struct CudaFragmentOf
-    : CudaShapeTable<Size,
-                     CudaTensorCoreFragment<Scalar, 128, 64, 32, 2, 2, 2, 2>,  // large
-                     CudaTensorCoreFragment<Scalar, 64, 64, 32, 2, 2, 2, 3>,   // medium
-                     CudaTensorCoreFragment<Scalar, 32, 32, 64, 2, 2, 3, 4>> {};  // small
+    : CudaShapeTable<Size, CudaTensorCoreFragment<Scalar, 128, 64, 32, 2, 2, 2, 2>,  // large
+                     CudaTensorCoreFragment<Scalar, 64, 64, 32, 2, 2, 2, 3>,         // medium
+                     CudaTensorCoreFragment<Scalar, 32, 32, 64, 2, 2, 3, 4>> {};     // small
 #endif
 
 #if !defined(KOKKOSMOE_ENABLE_CUDA_WGMMA) || !defined(KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH)
@@ -350,7 +343,7 @@ struct CudaFragmentOf
 template <>
 struct TileCrossovers<Kokkos::Cuda> {
   static constexpr std::int64_t small_tile_rows_below = 16;
-  static constexpr std::int64_t large_tile_rows_from  = 512;
+  static constexpr std::int64_t large_tile_rows_from = 512;
 };
 #endif
 

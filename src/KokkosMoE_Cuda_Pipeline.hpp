@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A copy pipeline between producer warps and the warps that multiply,
 // synchronised by shared-memory barriers (mbarrier, sm_90) instead of team
 // barriers: for each of S stages, `loaded` completes when the producer's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // CUDA's level-0 team scratch limit where the Kokkos launches opt in to the
 // device's whole shared memory per block (KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH):
 // our patched Kokkos 3.4 still reports its fixed 40 KiB as scratch_size_max(0),

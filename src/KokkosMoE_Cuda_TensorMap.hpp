@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Bulk tensor copies (TMA, sm_90): one thread moves a whole box of a
 // row-major 16-bit matrix, rows x 64 values, into a scratch tile in the
 // 128-byte swizzle of our K-major tiles, and the copy completes on an
@@ -49,10 +50,10 @@ inline bool encode(void* map, const void* data, std::uint64_t rows, std::uint64_
   if (fn == nullptr || rows == 0 || cols == 0 || reinterpret_cast<std::uintptr_t>(data) % 16 != 0 ||
       (cols * 2) % 16 != 0)
     return false;
-  const cuuint64_t dims[2]    = {cols, rows};
+  const cuuint64_t dims[2] = {cols, rows};
   const cuuint64_t strides[1] = {cols * 2};
-  const cuuint32_t box[2]     = {box_k, box_rows};
-  const cuuint32_t steps[2]   = {1, 1};
+  const cuuint32_t box[2] = {box_k, box_rows};
+  const cuuint32_t steps[2] = {1, 1};
   return fn(static_cast<CUtensorMap*>(map), CU_TENSOR_MAP_DATA_TYPE_UINT16, 2,
             const_cast<void*>(data), dims, strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,

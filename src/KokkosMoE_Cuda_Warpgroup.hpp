@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Hopper's warpgroup matrix multiply (wgmma, PTX ISA 8.0, sm_90a only): four
 // consecutive warps multiply a 64-row operand tile by an N-row one, both read
 // from shared memory through descriptors, into float accumulators in
@@ -91,12 +92,13 @@ __device__ inline void pin(float& v) { asm volatile("" : "+f"(v)::"memory"); }
   "%122,%123,%124,%125,%126,%127}"
 // One m64nNk16 multiply-accumulate; the N / 2 accumulators of a thread are
 // N / 4 in lo (columns [0, N / 2)) then N / 4 in hi (the rest).
-#define KOKKOSMOE_WGMMA(n, ptx_type, regs, a_op, b_op, lo_hi)                         \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"                            \
-               "wgmma.mma_async.sync.aligned.m64n" #n "k16.f32." ptx_type "." ptx_type   \
-               " " regs ", %" #a_op ", %" #b_op ", p, 1, 1, 0, 0;\n}\n"               \
-               : lo_hi                                                                \
-               : "l"(a), "l"(b))
+#define KOKKOSMOE_WGMMA(n, ptx_type, regs, a_op, b_op, lo_hi) \
+  asm volatile( \
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n" \
+      "wgmma.mma_async.sync.aligned.m64n" #n "k16.f32." ptx_type "." ptx_type " " regs ", %" #a_op \
+      ", %" #b_op ", p, 1, 1, 0, 0;\n}\n" \
+      : lo_hi \
+      : "l"(a), "l"(b))
 #define KOKKOSMOE_LO_HI16 KOKKOSMOE_F16(lo, 0), KOKKOSMOE_F16(hi, 0)
 #define KOKKOSMOE_LO_HI32 KOKKOSMOE_F32(lo, 0), KOKKOSMOE_F32(hi, 0)
 #define KOKKOSMOE_LO_HI64 KOKKOSMOE_F64(lo, 0), KOKKOSMOE_F64(hi, 0)
@@ -108,16 +110,14 @@ __device__ inline void mma_m64k16(float* lo, float* hi, std::uint64_t a, std::ui
   constexpr bool bf16 = std::is_same<Scalar, bfloat16>::value;
   if constexpr (N == 64 && bf16)
     KOKKOSMOE_WGMMA(64, "bf16", KOKKOSMOE_R32, 32, 33, KOKKOSMOE_LO_HI16);
-  else if constexpr (N == 64)
-    KOKKOSMOE_WGMMA(64, "f16", KOKKOSMOE_R32, 32, 33, KOKKOSMOE_LO_HI16);
+  else if constexpr (N == 64) KOKKOSMOE_WGMMA(64, "f16", KOKKOSMOE_R32, 32, 33, KOKKOSMOE_LO_HI16);
   else if constexpr (N == 128 && bf16)
     KOKKOSMOE_WGMMA(128, "bf16", KOKKOSMOE_R64, 64, 65, KOKKOSMOE_LO_HI32);
   else if constexpr (N == 128)
     KOKKOSMOE_WGMMA(128, "f16", KOKKOSMOE_R64, 64, 65, KOKKOSMOE_LO_HI32);
   else if constexpr (bf16)
     KOKKOSMOE_WGMMA(256, "bf16", KOKKOSMOE_R128, 128, 129, KOKKOSMOE_LO_HI64);
-  else
-    KOKKOSMOE_WGMMA(256, "f16", KOKKOSMOE_R128, 128, 129, KOKKOSMOE_LO_HI64);
+  else KOKKOSMOE_WGMMA(256, "f16", KOKKOSMOE_R128, 128, 129, KOKKOSMOE_LO_HI64);
 }
 #undef KOKKOSMOE_LO_HI64
 #undef KOKKOSMOE_LO_HI32
@@ -135,7 +135,7 @@ __device__ inline void mma_m64k16(float* lo, float* hi, std::uint64_t a, std::ui
 // (CudaTensorCoreFragment: accumulators of 16-row warps, c[0][j][e]).
 template <class Frag>
 struct TileMma {
-  using tile             = typename Frag::tile;
+  using tile = typename Frag::tile;
   using accumulator_type = typename Frag::accumulator_type;
   static constexpr int tile_n = Frag::tile_n, tile_k = Frag::tile_k;
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The CUDA wgmma fragments: built for sm_90a (KOKKOSMOE_ENABLE_CUDA_WGMMA, a
 // CMake option), the warp-specialised fragment (CudaWarpSpecialized) and
 // the tile shapes and crossovers of those builds. Its multiplies are the
@@ -36,11 +37,11 @@ struct CudaWarpSpecialized : Base {
   static constexpr int multiplier_threads = Base::team_threads;
   // A warpgroup: where tensor maps cannot be made, its 16-byte copies keep
   // up with the multiplies (a single producer warp's do not).
-  static constexpr int producer_threads   = 128;
-  static constexpr int team_threads       = multiplier_threads + producer_threads;
+  static constexpr int producer_threads = 128;
+  static constexpr int team_threads = multiplier_threads + producer_threads;
   static int team_size() { return team_threads; }
   using launch_bounds = Kokkos::LaunchBounds<team_threads, Base::min_teams>;
-  using pipeline      = CudaStagePipeline<Base::stages>;
+  using pipeline = CudaStagePipeline<Base::stages>;
   static_assert(Base::warpgroup_shape, "the pipeline's consumers are wgmma warpgroups (sm_90a)");
 
   static int resident_teams() {
@@ -129,7 +130,7 @@ struct CudaFragmentOf
 template <>
 struct TileCrossovers<Kokkos::Cuda> {
   static constexpr std::int64_t small_tile_rows_below = 16;
-  static constexpr std::int64_t large_tile_rows_from  = 64;
+  static constexpr std::int64_t large_tile_rows_from = 64;
 };
 #endif
 

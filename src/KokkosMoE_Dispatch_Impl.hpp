@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Kernels that build the DispatchPlan from routing ids on the device.
 #ifndef KOKKOSMOE_DISPATCH_IMPL_HPP
 #define KOKKOSMOE_DISPATCH_IMPL_HPP
@@ -14,7 +15,7 @@ namespace Impl {
 template <class ExecutionSpace>
 struct DispatchKernels {
   using memory_space = typename ExecutionSpace::memory_space;
-  using ids_view     = Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, memory_space>;
+  using ids_view = Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, memory_space>;
 
   DispatchPlan<memory_space> plan;
   ids_view ids;
@@ -63,10 +64,10 @@ struct DispatchKernels {
   // One scan yields both prefix sums: rows in the high 32 bits, tiles in the
   // low 32 (each total is below 2^31, so the halves never carry into another).
   KOKKOS_INLINE_FUNCTION void operator()(Scan, int e, std::int64_t& sum, bool final) const {
-    const std::int64_t rows  = e < experts ? plan.counts(e) : 0;
+    const std::int64_t rows = e < experts ? plan.counts(e) : 0;
     const std::int64_t tiles = (rows + plan.tile_rows - 1) / plan.tile_rows;
     if (final) {
-      plan.offsets(e)      = int(sum >> 32);
+      plan.offsets(e) = int(sum >> 32);
       plan.tile_offsets(e) = int(sum & 0xffffffff);
     }
     sum += (rows << 32) + tiles;
@@ -75,9 +76,9 @@ struct DispatchKernels {
   KOKKOS_INLINE_FUNCTION void operator()(Scatter, int a) const {
     const int rank = plan.position(a);
     if (rank < 0) return;
-    const int p      = plan.offsets(ids(a / k, a % k)) + rank;
+    const int p = plan.offsets(ids(a / k, a % k)) + rank;
     plan.position(a) = p;
-    plan.order(p)    = a;
+    plan.order(p) = a;
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(Tiles, int e) const {
@@ -97,16 +98,15 @@ struct DispatchKernels {
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, experts), [&](int e) { counts[e] = 0; });
     Kokkos::single(Kokkos::PerTeam(m), [&]() { plan.invalid_ids() = 0; });
     m.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, assignments),
-                         [&](int a) { count(a, counts); });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, assignments), [&](int a) { count(a, counts); });
     m.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, experts), [&](int e) {
-      plan.counts(e) = counts[e];
-    });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, experts),
+                         [&](int e) { plan.counts(e) = counts[e]; });
     m.team_barrier();  // plan.counts is what Scan reads
-    Kokkos::parallel_scan(
-        Kokkos::TeamThreadRange(m, experts + 1),
-        [&](int e, std::int64_t& sum, bool final) { (*this)(Scan{}, e, sum, final); });
+    Kokkos::parallel_scan(Kokkos::TeamThreadRange(m, experts + 1),
+                          [&](int e, std::int64_t& sum, bool final) {
+                            (*this)(Scan{}, e, sum, final);
+                          });
     m.team_barrier();
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, assignments),
                          [&](int a) { (*this)(Scatter{}, a); });
@@ -118,7 +118,7 @@ struct DispatchKernels {
   // size AUTO chooses on the H200).
   int one_team_threads(const ExecutionSpace& exec) const {
     const int most = one_team_policy(exec, 1, 1).team_size_max(*this, Kokkos::ParallelForTag());
-    int t          = 1;
+    int t = 1;
     while (t * 2 <= most && t * 2 <= 256) t *= 2;
     return t;
   }
@@ -136,18 +136,18 @@ struct DispatchKernels {
                          Kokkos::RangePolicy<ExecutionSpace, Reset, Kokkos::IndexType<int>>(
                              exec, 0, int(plan.counts.extent(0))),
                          *this);
-    Kokkos::parallel_for("KokkosMoE::dispatch::count",
-                         Kokkos::RangePolicy<ExecutionSpace, Count, Kokkos::IndexType<int>>(
-                             exec, 0, assignments),
-                         *this);
+    Kokkos::parallel_for(
+        "KokkosMoE::dispatch::count",
+        Kokkos::RangePolicy<ExecutionSpace, Count, Kokkos::IndexType<int>>(exec, 0, assignments),
+        *this);
     Kokkos::parallel_scan(
         "KokkosMoE::dispatch::scan",
         Kokkos::RangePolicy<ExecutionSpace, Scan, Kokkos::IndexType<int>>(exec, 0, experts + 1),
         *this);
-    Kokkos::parallel_for("KokkosMoE::dispatch::scatter",
-                         Kokkos::RangePolicy<ExecutionSpace, Scatter, Kokkos::IndexType<int>>(
-                             exec, 0, assignments),
-                         *this);
+    Kokkos::parallel_for(
+        "KokkosMoE::dispatch::scatter",
+        Kokkos::RangePolicy<ExecutionSpace, Scatter, Kokkos::IndexType<int>>(exec, 0, assignments),
+        *this);
     Kokkos::parallel_for(
         "KokkosMoE::dispatch::tiles",
         Kokkos::RangePolicy<ExecutionSpace, Tiles, Kokkos::IndexType<int>>(exec, 0, experts),

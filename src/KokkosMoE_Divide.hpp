@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The row and column of item i of a flat element-wise loop.
 #ifndef KOKKOSMOE_DIVIDE_HPP
 #define KOKKOSMOE_DIVIDE_HPP

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The down stage of the expert MLP: the down kernel (each sorted row's
 // expert output, unweighted, one K part per split) and the weighted combine
 // of each token's expert outputs.
@@ -25,24 +26,23 @@ template <class ExecutionSpace, class Scalar, TileSize Size>
 struct DownKernel
     : ExpertTileKernel<ExecutionSpace, Scalar, DownFragment<ExecutionSpace, Scalar, Size>> {
   using base = ExpertTileKernel<ExecutionSpace, Scalar, DownFragment<ExecutionSpace, Scalar, Size>>;
-  using typename base::member;
-  using typename base::tile;
-  using typename base::frag;
+  using base::BK;
   using base::BM;
   using base::BN;
-  using base::BK;
-  using base::S;
   using base::L;
+  using base::S;
+  using typename base::frag;
+  using typename base::member;
+  using typename base::tile;
   using memory_space = typename base::memory_space;
 
-  Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> h;        // [rows, F]
-  Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> down;    // [E, H, F]
-  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y;               // [splits * T*k, H]
-  int assignments;                                                          // A = T * k
+  Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> h;      // [rows, F]
+  Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> down;  // [E, H, F]
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y;             // [splits * T*k, H]
+  int assignments;                                                        // A = T * k
 
   static std::size_t scratch_bytes() {
-    return frag::operand_bytes(S * BM) + frag::operand_bytes(S * BN) +
-           frag::accumulator_bytes();
+    return frag::operand_bytes(S * BM) + frag::operand_bytes(S * BN) + frag::accumulator_bytes();
   }
 
   struct Team {
@@ -58,7 +58,7 @@ struct DownKernel
     return Accumulators{frag::accumulator(m)};
   }
   KOKKOS_FORCEINLINE_FUNCTION void prepare(const Team&, const typename base::Work&,
-                                      const typename base::Loader& ld) const {
+                                           const typename base::Loader& ld) const {
     this->acquire_maps(ld, down_map, 2);
   }
   // Row starts: rows of h and of down are F apart.
@@ -70,9 +70,9 @@ struct DownKernel
   KOKKOS_FORCEINLINE_FUNCTION Sources sources(const typename base::Work& w) const {
     Sources f;
     f.F = int(h.extent(1)), f.H = int(down.extent(1));
-    f.cols    = f.H - w.first_col < BN ? f.H - w.first_col : BN;
-    f.h0      = &h(w.first_row, 0);
-    f.down0   = &down(w.expert, w.first_col, 0);
+    f.cols = f.H - w.first_col < BN ? f.H - w.first_col : BN;
+    f.h0 = &h(w.first_row, 0);
+    f.down0 = &down(w.expert, w.first_col, 0);
     f.aligned = base::rows_aligned(f.h0, f.F) && base::rows_aligned(f.down0, f.F);
     return f;
   }
@@ -95,10 +95,12 @@ struct DownKernel
         return;
       }
     }
-    base::template load_tile<BM>(ld, base::stage(t.hs, b, BM), w.rows, depth,
-               [&](int r) { return h0 + std::int64_t(r) * F + k0; }, aligned, first_use);
-    base::template load_tile<BN>(ld, base::stage(t.ds, b, BN), cols, depth,
-               [&](int n) { return down0 + std::int64_t(n) * F + k0; }, aligned, first_use);
+    base::template load_tile<BM>(
+        ld, base::stage(t.hs, b, BM), w.rows, depth,
+        [&](int r) { return h0 + std::int64_t(r) * F + k0; }, aligned, first_use);
+    base::template load_tile<BN>(
+        ld, base::stage(t.ds, b, BN), cols, depth,
+        [&](int n) { return down0 + std::int64_t(n) * F + k0; }, aligned, first_use);
   }
   KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b,
                                                    Accumulators& a) {
@@ -113,7 +115,7 @@ struct DownKernel
 
   KOKKOS_FORCEINLINE_FUNCTION void store(const member& m, Accumulators& out,
                                          const typename base::Work& w) const {
-    const int H    = int(down.extent(1));
+    const int H = int(down.extent(1));
     const int cols = H - w.first_col < BN ? H - w.first_col : BN;
     float* const y0 = &y(std::int64_t(w.split) * assignments + w.first_row, w.first_col);
     frag::template store<2>(

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The gate/up stage of the expert MLP: the fused gate/up kernel with its
 // SwiGLU epilogue, the gather of x's rows its tensor copies read, and the
 // activation pass that finishes split-K gate/up products.
@@ -49,22 +50,22 @@ template <class ExecutionSpace, class Scalar, TileSize Size>
 struct GateUpKernel
     : ExpertTileKernel<ExecutionSpace, Scalar, Fragment<ExecutionSpace, Scalar, Size>> {
   using base = ExpertTileKernel<ExecutionSpace, Scalar, Fragment<ExecutionSpace, Scalar, Size>>;
-  using typename base::member;
-  using typename base::tile;
-  using typename base::frag;
+  using base::BK;
   using base::BM;
   using base::BN;
-  using base::BK;
-  using base::S;
   using base::L;
+  using base::S;
+  using typename base::frag;
+  using typename base::member;
+  using typename base::tile;
   using memory_space = typename base::memory_space;
 
-  Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> x;        // [T, H]
-  Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> gate;    // [E, F, H]
-  Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> up;      // [E, F, H]
-  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h;              // [rows, F]
-  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> partial;         // [splits * A, 2F]
-  int assignments;                                                          // A = T * k
+  Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> x;      // [T, H]
+  Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> gate;  // [E, F, H]
+  Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> up;    // [E, F, H]
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h;            // [rows, F]
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> partial;       // [splits * A, 2F]
+  int assignments;                                                        // A = T * k
 
   static std::size_t scratch_bytes() {
     return frag::operand_bytes(S * BM) + frag::operand_bytes(S * 2 * BN) +
@@ -101,7 +102,7 @@ struct GateUpKernel
     return Accumulators{frag::accumulator(m), frag::accumulator(m)};
   }
   KOKKOS_FORCEINLINE_FUNCTION void prepare(const Team& t, const typename base::Work& w,
-                                      const typename base::Loader& ld) const {
+                                           const typename base::Loader& ld) const {
     if (!this->bulk_kernel()) fill_tile_tokens(t.tokens, w, ld);
     this->acquire_maps(ld, gate_map, 2);
     this->acquire_maps(ld, gathered_map, 1);
@@ -114,8 +115,8 @@ struct GateUpKernel
   KOKKOS_FORCEINLINE_FUNCTION Sources sources(const typename base::Work& w) const {
     const int H = int(x.extent(1));
     Sources f;
-    f.gate0   = &gate(w.expert, w.first_col, 0);
-    f.up0     = &up(w.expert, w.first_col, 0);
+    f.gate0 = &gate(w.expert, w.first_col, 0);
+    f.up0 = &up(w.expert, w.first_col, 0);
     f.aligned = base::rows_aligned(x.data(), H) && base::rows_aligned(f.gate0, H) &&
                 base::rows_aligned(f.up0, H);
     return f;
@@ -138,20 +139,23 @@ struct GateUpKernel
         if (ld.rank == 0) {
           const int row = w.expert * F + w.first_col;
           frag::expect_bytes(barrier, int((BM + 2 * BN) * BK * sizeof(Scalar)));
-          frag::bulk_load(base::stage(t.xs, b, BM), this->map(gathered_map),
-                          this->operand_row(w), k0, barrier);
+          frag::bulk_load(base::stage(t.xs, b, BM), this->map(gathered_map), this->operand_row(w),
+                          k0, barrier);
           frag::bulk_load(base::stage(t.ws, 2 * b, BN), this->map(gate_map), row, k0, barrier);
           frag::bulk_load(base::stage(t.ws, 2 * b + 1, BN), this->map(up_map), row, k0, barrier);
         }
         return;
       }
     }
-    base::template load_tile<BM>(ld, base::stage(t.xs, b, BM), w.rows, depth,
-               [&](int r) { return x0 + std::int64_t(tokens[r]) * H + k0; }, aligned, first_use);
-    base::template load_tile<BN>(ld, base::stage(t.ws, 2 * b, BN), cols, depth,
-               [&](int n) { return gate0 + std::int64_t(n) * H + k0; }, aligned, first_use);
-    base::template load_tile<BN>(ld, base::stage(t.ws, 2 * b + 1, BN), cols, depth,
-               [&](int n) { return up0 + std::int64_t(n) * H + k0; }, aligned, first_use);
+    base::template load_tile<BM>(
+        ld, base::stage(t.xs, b, BM), w.rows, depth,
+        [&](int r) { return x0 + std::int64_t(tokens[r]) * H + k0; }, aligned, first_use);
+    base::template load_tile<BN>(
+        ld, base::stage(t.ws, 2 * b, BN), cols, depth,
+        [&](int n) { return gate0 + std::int64_t(n) * H + k0; }, aligned, first_use);
+    base::template load_tile<BN>(
+        ld, base::stage(t.ws, 2 * b + 1, BN), cols, depth,
+        [&](int n) { return up0 + std::int64_t(n) * H + k0; }, aligned, first_use);
   }
   KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b,
                                                    Accumulators& a) {
@@ -209,8 +213,8 @@ template <class ExecutionSpace, class Scalar>
 struct GatherRowsKernel {
   using memory_space = typename ExecutionSpace::memory_space;
   DispatchPlan<memory_space> plan;
-  Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> x;     // [T, H]
-  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> gathered;    // [tiles * BM, H]
+  Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> x;   // [T, H]
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> gathered;  // [tiles * BM, H]
   int k, experts;
   int tile_rows;  // BM
   bool aligned;   // x's rows start 16-byte aligned: 8 values per copy
@@ -239,7 +243,7 @@ struct GatherRowsKernel {
     const int tile = int(p) / tile_rows, r = int(p) - tile * tile_rows;
     if (tile >= plan.tile_offsets(experts)) return;
     const int first = plan.tiles(tile, 1);
-    Scalar* to      = &gathered(p, 0);
+    Scalar* to = &gathered(p, 0);
     // (The tensor map over gathered made sure its rows are 16-byte aligned.)
     auto* dst = reinterpret_cast<Chunk*>(to) + q;
     if (r >= plan.tiles(tile, 2) - first) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The expert MLP kernels: one team per (tile of rows of one expert, block of
 // output columns), K swept through scratch tiles by the backend fragment
 // (KokkosMoE_Fragment.hpp), which they never name. One concept a file:

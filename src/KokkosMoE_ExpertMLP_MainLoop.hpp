@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What both expert kernels share: the tile a team owns (the schedule), its
 // operands' loads and tensor maps, and the K main loop that sweeps K
 // through scratch tiles with the backend fragment, either every thread
@@ -23,12 +24,12 @@ template <class ExecutionSpace, class Scalar, class Frag>
 struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
                           ExpertTileMaps<Frag>,
                           OperandLoader<Scalar, Frag> {
-  using schedule     = ExpertTileSchedule<ExecutionSpace, Frag>;
-  using frag         = Frag;
-  using tile         = typename frag::tile;
+  using schedule = ExpertTileSchedule<ExecutionSpace, Frag>;
+  using frag = Frag;
+  using tile = typename frag::tile;
   using memory_space = typename ExecutionSpace::memory_space;
-  using policy       = typename schedule::policy;
-  using member       = typename policy::member_type;
+  using policy = typename schedule::policy;
+  using member = typename policy::member_type;
   static constexpr int BM = frag::tile_m, BN = frag::tile_n, BK = frag::tile_k;
   static_assert(check_fragment<Frag, Scalar, member>(),
                 "the expert kernels need a matrix fragment: KokkosMoE_FragmentContract.hpp");
@@ -88,10 +89,8 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   // warp-specialised fragment, resident teams over all the items.
   template <class Kernel>
   KOKKOS_FORCEINLINE_FUNCTION void run(const member& m, const Kernel& kernel, int depth) const {
-    if constexpr (frag::producer_threads > 0)
-      run_specialized(m, kernel, depth);
-    else
-      run_team(m, kernel, depth);
+    if constexpr (frag::producer_threads > 0) run_specialized(m, kernel, depth);
+    else run_team(m, kernel, depth);
   }
 
   template <class Kernel>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Operand loading of the expert kernels: a tile of rows of a row-major
 // source (x's gathered rows, h, weights), BK deep, into a fragment's scratch
 // tile in its layout and operand type.
@@ -39,8 +40,8 @@ struct OperandLoader {
   struct Loader {
     int rank, threads;
   };
-  static constexpr int loader_threads =
-      frag::producer_threads > 0 ? frag::producer_threads : frag::team_threads;
+  static constexpr int loader_threads = frag::producer_threads > 0 ? frag::producer_threads
+                                                                   : frag::team_threads;
 
   static constexpr int V = std::is_same<typename frag::operand_type, Scalar>::value &&
                                    frag::k_contiguous && (BK * sizeof(Scalar)) % 16 == 0
@@ -57,7 +58,7 @@ struct OperandLoader {
   // converted, zeros past `cols` and for rows at or past `rows`.
   template <int Count, class RowAt>
   KOKKOS_FORCEINLINE_FUNCTION static void convert(const tile& t, int r, int c, int rows, int cols,
-                                             const RowAt& row_at) {
+                                                  const RowAt& row_at) {
     using operand = typename frag::operand_type;
     if (r >= rows) {
       for (int v = 0; v < Count; ++v) *frag::element(t, r, c + v) = operand(0.0f);
@@ -70,19 +71,17 @@ struct OperandLoader {
 
   template <class RowAt>
   KOKKOS_FORCEINLINE_FUNCTION static void load(const Loader& ld, const tile& t, int rows, int cols,
-                                          const RowAt& row_at, bool aligned, bool zero_rows) {
-    const int height =
-        zero_rows ? t.extent_int(0) : (rows < t.extent_int(0) ? rows : t.extent_int(0));
+                                               const RowAt& row_at, bool aligned, bool zero_rows) {
+    const int height = zero_rows ? t.extent_int(0)
+                                 : (rows < t.extent_int(0) ? rows : t.extent_int(0));
     const int threads = ld.threads, rank = ld.rank;
     // 16-byte chunks need 16-byte aligned destinations too.
     const bool vector = V > 1 && aligned &&
                         (frag::operand_stride * sizeof(typename frag::operand_type)) % 16 == 0 &&
                         reinterpret_cast<std::uintptr_t>(t.data()) % 16 == 0;
     const auto chunk = [&](int r, int c) {
-      if (vector && r < rows && c + V <= cols)
-        frag::copy16(frag::element(t, r, c), row_at(r) + c);
-      else
-        convert<V>(t, r, c, rows, cols, row_at);
+      if (vector && r < rows && c + V <= cols) frag::copy16(frag::element(t, r, c), row_at(r) + c);
+      else convert<V>(t, r, c, rows, cols, row_at);
     };
     if (loader_threads == 0 && threads == 1) {
       // One thread (host backends): row by row, one row start each. (Not
@@ -140,8 +139,7 @@ struct OperandLoader {
     }
     if (has_full_load<Height>() && aligned && rows >= Height && cols == BK)
       load_full<full>(ld, t, row_at);
-    else
-      load(ld, t, rows, cols, row_at, aligned, zero_rows);
+    else load(ld, t, rows, cols, row_at, aligned, zero_rows);
   }
 };
 

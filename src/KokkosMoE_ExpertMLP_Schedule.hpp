@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The expert kernels' tile schedule: which (row tile of one expert, column
 // block, K part) each work item is, how K is split for decode sizes, and the
 // launch that runs the items (one team each, or the fragment's resident
@@ -19,14 +20,14 @@ namespace Impl {
 template <class ExecutionSpace, class Frag>
 struct ExpertTileSchedule {
   using memory_space = typename ExecutionSpace::memory_space;
-  using policy       = Kokkos::TeamPolicy<ExecutionSpace, typename Frag::launch_bounds>;
+  using policy = Kokkos::TeamPolicy<ExecutionSpace, typename Frag::launch_bounds>;
   static constexpr int BN = Frag::tile_n, BK = Frag::tile_k;
 
   DispatchPlan<memory_space> plan;
   int experts;
-  int k;              // routing top-k
-  int column_blocks;  // ceil(N / BN)
-  int splits = 1;     // parts of the K range, each its own team (split-K)
+  int k;                // routing top-k
+  int column_blocks;    // ceil(N / BN)
+  int splits = 1;       // parts of the K range, each its own team (split-K)
   int split_depth = 0;  // K per split, a multiple of BK
 
   struct Work {
@@ -50,24 +51,24 @@ struct ExpertTileSchedule {
   static constexpr int max_group = 16;
   KOKKOS_INLINE_FUNCTION bool work(int item, Work& w, int depth) const {
     const int per_tile = column_blocks * splits;
-    const int unit     = item / per_tile;
+    const int unit = item / per_tile;
     if (unit >= plan.tile_offsets(experts)) return false;
     const int e = plan.tiles(unit, 0), first = plan.tile_offsets(e);
     const int n = plan.tile_offsets(e + 1) - first, u = unit - first;
     const int groups = (n + max_group - 1) / max_group;
-    const int group  = ((u + 1) * groups - 1) / n;  // tiles [g n / groups, (g + 1) n / groups)
+    const int group = ((u + 1) * groups - 1) / n;  // tiles [g n / groups, (g + 1) n / groups)
     const int start = group * n / groups, size = (group + 1) * n / groups - start;
     const int index = item - (first + start) * per_tile;
-    const int tile  = first + start + index % size;
-    const int rest  = index / size;
-    w.tile      = tile;
-    w.expert    = e;
+    const int tile = first + start + index % size;
+    const int rest = index / size;
+    w.tile = tile;
+    w.expert = e;
     w.first_row = plan.tiles(tile, 1);
-    w.rows      = plan.tiles(tile, 2) - w.first_row;
+    w.rows = plan.tiles(tile, 2) - w.first_row;
     w.first_col = (rest % column_blocks) * BN;
-    w.split     = rest / column_blocks;
-    w.k_begin   = splits > 1 ? w.split * split_depth : 0;
-    w.k_end     = splits > 1 && w.k_begin + split_depth < depth ? w.k_begin + split_depth : depth;
+    w.split = rest / column_blocks;
+    w.k_begin = splits > 1 ? w.split * split_depth : 0;
+    w.k_end = splits > 1 && w.k_begin + split_depth < depth ? w.k_begin + split_depth : depth;
     return true;
   }
 
@@ -84,21 +85,19 @@ struct ExpertTileSchedule {
                std::int64_t teams) {
     const std::int64_t by_teams = (teams + tiles * column_blocks - 1) / (tiles * column_blocks);
     const std::int64_t by_depth = (depth + min_split_steps * BK - 1) / (min_split_steps * BK);
-    const std::int64_t by_room  = rows > 0 ? capacity / rows : 1;
+    const std::int64_t by_room = rows > 0 ? capacity / rows : 1;
     std::int64_t s = by_teams < by_depth ? by_teams : by_depth;
-    s              = s < by_room ? s : by_room;
-    s              = s < 1 ? 1 : s;
-    split_depth    = int(((depth + s - 1) / s + BK - 1) / BK * BK);
-    splits         = int((depth + split_depth - 1) / split_depth);
+    s = s < by_room ? s : by_room;
+    s = s < 1 ? 1 : s;
+    split_depth = int(((depth + s - 1) / s + BK - 1) / BK * BK);
+    splits = int((depth + split_depth - 1) / split_depth);
   }
 
   // The scratch the K loop takes besides the kernel's tiles: the
   // pipeline's barriers where the fragment has them (ExpertTileKernel::run).
   static std::size_t run_scratch_bytes() {
-    if constexpr (Frag::producer_threads > 0)
-      return Frag::pipeline::scratch_bytes();
-    else
-      return 0;
+    if constexpr (Frag::producer_threads > 0) return Frag::pipeline::scratch_bytes();
+    else return 0;
   }
 
   // Light-weight: the functor travels as a kernel argument even past 512
@@ -110,9 +109,9 @@ struct ExpertTileSchedule {
   // Kokkos abort.
   auto make_policy(const ExecutionSpace& exec, std::int64_t tiles, std::size_t scratch,
                    const char* kernel) const {
-    const std::int64_t items    = tiles * column_blocks * splits;
+    const std::int64_t items = tiles * column_blocks * splits;
     const std::int64_t resident = Frag::resident_teams();
-    const std::int64_t teams    = resident > 0 && resident < items ? resident : items;
+    const std::int64_t teams = resident > 0 && resident < items ? resident : items;
     auto p = policy(exec, int(teams), Frag::team_size());
     require_team_scratch(p, scratch + run_scratch_bytes(), kernel);
     return Kokkos::Experimental::require(

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The tensor-map plumbing of the expert kernels, for fragments with bulk
 // copies (producer_threads > 0): the layer's maps of the large kernels'
 // operands, made once per layer, and what a kernel does with them.
@@ -79,7 +80,7 @@ template <class ExecutionSpace, class Scalar, class Weights, class Activations>
 Kokkos::View<std::uint64_t*, typename ExecutionSpace::memory_space> copy_maps(
     const Weights& w, const Activations& h, const Activations& gathered) {
   using gate_up = Fragment<ExecutionSpace, Scalar, TileSize::large>;
-  using down    = DownFragment<ExecutionSpace, Scalar, TileSize::large>;
+  using down = DownFragment<ExecutionSpace, Scalar, TileSize::large>;
   Kokkos::View<std::uint64_t*, typename ExecutionSpace::memory_space> maps;
   if constexpr (bulk_copies<ExecutionSpace, Scalar>()) {
     static_assert(gate_up::tile_m == down::tile_m, "one tile height for the tile-major x and h");

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Float exp and division for values rounded to 16 bits next, where errors of
 // a few float ulp are far below bf16's or fp16's rounding: the hardware's
 // approximations where the compilation target has them (CUDA devices: ex2

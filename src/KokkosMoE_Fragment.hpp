@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The matrix-multiply-accumulate fragment the expert kernels are written
 // against (its contract: KokkosMoE_FragmentContract.hpp): which fragment
 // serves each execution space, storage type and tile shape, and at which
@@ -32,7 +33,7 @@ enum class TileSize { large, medium, small };
 template <class ExecutionSpace>
 struct TileCrossovers {
   static constexpr std::int64_t small_tile_rows_below = 16;
-  static constexpr std::int64_t large_tile_rows_from  = 512;
+  static constexpr std::int64_t large_tile_rows_from = 512;
 };
 
 // The tile shape of a batch from its rows (assignments) per active expert.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The matrix-fragment contract: every member the expert kernels
 // (KokkosMoE_ExpertMLP_*.hpp) use of a backend's fragment, what it must do,
 // and a compile-time check of it. A fragment is a struct of types, constants
@@ -100,8 +101,8 @@ template <bool... Conditions>
 using all = std::enable_if_t<(Conditions && ...)>;
 
 template <class F>
-using types = std::void_t<typename F::tile, typename F::operand_type,
-                          typename F::accumulator_type, typename F::launch_bounds>;
+using types = std::void_t<typename F::tile, typename F::operand_type, typename F::accumulator_type,
+                          typename F::launch_bounds>;
 
 // Each a constant expression (a template argument).
 template <class F>
@@ -109,8 +110,7 @@ using constants = std::void_t<
     std::integral_constant<int, F::tile_m>, std::integral_constant<int, F::tile_n>,
     std::integral_constant<int, F::tile_k>, std::integral_constant<int, F::operand_stride>,
     std::integral_constant<bool, F::k_contiguous>, std::integral_constant<int, F::stages>,
-    std::integral_constant<int, F::mma_in_flight>,
-    std::integral_constant<int, F::producer_threads>,
+    std::integral_constant<int, F::mma_in_flight>, std::integral_constant<int, F::producer_threads>,
     std::integral_constant<int, F::team_threads>>;
 
 template <class F, class Tile = typename F::tile, class Operand = typename F::operand_type>
@@ -121,14 +121,14 @@ using tile_view =
 
 template <class F, class Scalar, class Member, class Tile = typename F::tile,
           class Operand = typename F::operand_type>
-using scratch = all<
-    std::is_same<decltype(F::operand(std::declval<const Member&>(), 0)), Tile>::value,
-    std::is_same<decltype(F::accumulator(std::declval<const Member&>())),
-                 typename F::accumulator_type>::value,
-    std::is_same<decltype(F::element(std::declval<const Tile&>(), 0, 0)), Operand*>::value,
-    std::is_convertible<decltype(F::to_operand(std::declval<Scalar>())), Operand>::value,
-    std::is_convertible<decltype(F::operand_bytes(0)), std::size_t>::value,
-    std::is_convertible<decltype(F::accumulator_bytes()), std::size_t>::value>;
+using scratch =
+    all<std::is_same<decltype(F::operand(std::declval<const Member&>(), 0)), Tile>::value,
+        std::is_same<decltype(F::accumulator(std::declval<const Member&>())),
+                     typename F::accumulator_type>::value,
+        std::is_same<decltype(F::element(std::declval<const Tile&>(), 0, 0)), Operand*>::value,
+        std::is_convertible<decltype(F::to_operand(std::declval<Scalar>())), Operand>::value,
+        std::is_convertible<decltype(F::operand_bytes(0)), std::size_t>::value,
+        std::is_convertible<decltype(F::accumulator_bytes()), std::size_t>::value>;
 
 template <class F>
 using copies = std::void_t<decltype(F::copy16(std::declval<void*>(), std::declval<const void*>())),
@@ -158,8 +158,8 @@ using multiply = std::void_t<
     decltype(F::finish(std::declval<const Member&>(), std::declval<Acc>(), std::declval<Acc>())),
     decltype(F::template store<2>(std::declval<const Member&>(), StoreProbe{},
                                   std::declval<Acc>())),
-    decltype(F::template store<1>(std::declval<const Member&>(), StoreProbe{},
-                                  std::declval<Acc>(), std::declval<Acc>()))>;
+    decltype(F::template store<1>(std::declval<const Member&>(), StoreProbe{}, std::declval<Acc>(),
+                                  std::declval<Acc>()))>;
 
 template <class F, class Member>
 using bulk_copy_members = all<
@@ -175,42 +175,40 @@ using bulk_copy_members = all<
                              decltype(F::acquire_map(std::declval<const void*>()))>>::value>;
 
 template <class F, class P = typename F::pipeline>
-using stage_pipeline = all<
-    std::is_convertible<decltype(P::scratch_bytes()), std::size_t>::value,
-    std::is_same<decltype(std::declval<const P&>().loaded_barrier(0)), std::uint64_t*>::value,
-    std::is_void<std::void_t<decltype(P{std::declval<std::uint64_t*>()}),
-                             decltype(std::declval<const P&>().initialize(0, 0, 0)),
-                             decltype(std::declval<const P&>().wait_free(0)),
-                             decltype(std::declval<const P&>().loaded_when_landed(0)),
-                             decltype(std::declval<const P&>().wait_loaded(0, true)),
-                             decltype(std::declval<const P&>().release(0, 0)),
-                             decltype(P::sync_producer(0))>>::value>;
+using stage_pipeline =
+    all<std::is_convertible<decltype(P::scratch_bytes()), std::size_t>::value,
+        std::is_same<decltype(std::declval<const P&>().loaded_barrier(0)), std::uint64_t*>::value,
+        std::is_void<std::void_t<decltype(P{std::declval<std::uint64_t*>()}),
+                                 decltype(std::declval<const P&>().initialize(0, 0, 0)),
+                                 decltype(std::declval<const P&>().wait_free(0)),
+                                 decltype(std::declval<const P&>().loaded_when_landed(0)),
+                                 decltype(std::declval<const P&>().wait_loaded(0, true)),
+                                 decltype(std::declval<const P&>().release(0, 0)),
+                                 decltype(P::sync_producer(0))>>::value>;
 
 template <class F, class Scalar, class Member>
 constexpr bool holds() {
   if constexpr (has<types, F> && has<constants, F>)
     return has<tile_view, F> && has<scratch, F, Scalar, Member> && has<copies, F> &&
-           has<launch, F> && has<multiply, F, Member> &&
-           F::stages - 1 - F::mma_in_flight >= 1 &&
+           has<launch, F> && has<multiply, F, Member> && F::stages - 1 - F::mma_in_flight >= 1 &&
            (F::producer_threads == 0 ||
             (has<bulk_copy_members, F, Member> && has<stage_pipeline, F>));
-  else
-    return false;
+  else return false;
 }
 
 }  // namespace fragment_contract
 
 // Whether F is a matrix fragment for the kernels' Scalar and team Member.
 template <class F, class Scalar, class Member>
-struct is_fragment
-    : std::integral_constant<bool, fragment_contract::holds<F, Scalar, Member>()> {};
+struct is_fragment : std::integral_constant<bool, fragment_contract::holds<F, Scalar, Member>()> {};
 
 // The check the kernels apply (ExpertTileKernel): true for a fragment, else
 // compile errors that name the parts of the contract F misses.
 template <class F, class Scalar, class Member>
 constexpr bool check_fragment() {
   namespace c = fragment_contract;
-#define KOKKOSMOE_FRAGMENT_CONTRACT "KokkosMoE matrix fragment (src/KokkosMoE_FragmentContract.hpp): "
+#define KOKKOSMOE_FRAGMENT_CONTRACT \
+  "KokkosMoE matrix fragment (src/KokkosMoE_FragmentContract.hpp): "
   static_assert(c::has<c::types, F>, KOKKOSMOE_FRAGMENT_CONTRACT
                 "needs the types tile, operand_type, accumulator_type and launch_bounds");
   static_assert(c::has<c::constants, F>, KOKKOSMOE_FRAGMENT_CONTRACT

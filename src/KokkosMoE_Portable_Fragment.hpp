@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The portable matrix-multiply-accumulate fragment: plain loops over float
 // scratch tiles, for any execution space. It serves every backend without a
 // fragment of its own (the host backends; HIP until it has one), and is the
@@ -24,7 +25,7 @@ struct PortableFragment {
   // load, so the inner loops are float arithmetic the compiler vectorises.
   using tile = Kokkos::View<float**, Kokkos::LayoutRight, scratch_space,
                             Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
-  using operand_type     = float;
+  using operand_type = float;
   using accumulator_type = tile;  // in scratch: each thread owns fixed elements
 
   // Rows of tokens, columns of outputs and depth per scratch tile. The fused
@@ -32,7 +33,8 @@ struct PortableFragment {
   // accumulators: 32^3 (~33 KiB) fits a GPU's 40 KiB level-0 cap; host
   // backends (32 KiB since Kokkos 5.1) take tiles 16 deep (~21 KiB).
   static constexpr bool on_host =
-      Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename ExecutionSpace::memory_space>::accessible;
+      Kokkos::SpaceAccessibility<Kokkos::HostSpace,
+                                 typename ExecutionSpace::memory_space>::accessible;
   static constexpr int tile_m = TileM;
   static constexpr int tile_n = 32;
   static constexpr int tile_k = on_host ? 16 : 32;
@@ -86,7 +88,7 @@ struct PortableFragment {
   static std::int64_t split_k_teams() { return team_size() == 1 ? 64 : 1024; }
 
   static constexpr int team_threads = 0;  // chosen at run time (team_size)
-  using launch_bounds               = Kokkos::LaunchBounds<>;
+  using launch_bounds = Kokkos::LaunchBounds<>;
   // Every thread copies and multiplies (no producer threads), one team per
   // work item (no resident teams walking a list of them).
   static constexpr int producer_threads = 0;
@@ -133,9 +135,8 @@ struct PortableFragment {
         for (int m = 0; m < tile_m; ++m) axpy_rows(pa[k * tile_m + m], k, m, b_acc...);
       return;
     }
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, tile_m * tile_n), [&](int i) {
-      dot_into(a, i / tile_n, i % tile_n, b_acc...);
-    });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(member, tile_m * tile_n),
+                         [&](int i) { dot_into(a, i / tile_n, i % tile_n, b_acc...); });
   }
 
  private:
@@ -145,7 +146,7 @@ struct PortableFragment {
   KOKKOS_INLINE_FUNCTION static void axpy_rows(float am, int k, int m, const tile& b,
                                                const tile& acc, const Rest&... rest) {
     const float* pb = b.data() + k * tile_n;
-    float* row      = &acc(m, 0);
+    float* row = &acc(m, 0);
     for (int n = 0; n < tile_n; ++n) row[n] += am * pb[n];
     axpy_rows(am, k, m, rest...);
   }

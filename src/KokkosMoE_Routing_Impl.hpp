@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Top-k selection kernels of the router (one thread per token).
 #ifndef KOKKOSMOE_ROUTING_IMPL_HPP
 #define KOKKOSMOE_ROUTING_IMPL_HPP
@@ -34,14 +35,14 @@ KOKKOS_INLINE_FUNCTION bool ranks_before(float s1, int i1, float s2, int i2) {
 template <class ScoreOf>
 KOKKOS_INLINE_FUNCTION int next_best(int n, const ScoreOf& score_of, float prev_score, int prev,
                                      float& best_score) {
-  int best   = -1;
+  int best = -1;
   best_score = -INFINITY;
   for (int i = 0; i < n; ++i) {
     const float s = score_of(i);
     if (s == -INFINITY) continue;
     if (prev >= 0 && !ranks_before(prev_score, prev, s, i)) continue;
     if (best < 0 || ranks_before(s, i, best_score, best)) {
-      best       = i;
+      best = i;
       best_score = s;
     }
   }
@@ -53,7 +54,7 @@ struct RoutingViews {
   using memory_space = typename ExecutionSpace::memory_space;
   Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> logits;  // [T, E]
   Kokkos::View<std::int32_t**, Kokkos::LayoutRight, memory_space> ids;    // [T, k]
-  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> weights;      // [T, k]
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> weights;       // [T, k]
   int experts;
   int k;
   bool renormalize;
@@ -69,18 +70,18 @@ template <class ExecutionSpace>
 struct SoftmaxTopK : RoutingViews<ExecutionSpace> {
   KOKKOS_INLINE_FUNCTION void operator()(int t) const {
     const auto& v = *this;
-    auto logit    = [&](int e) { return rankable(v.logits(t, e)); };
-    float m       = -FLT_MAX;
+    auto logit = [&](int e) { return rankable(v.logits(t, e)); };
+    float m = -FLT_MAX;
     for (int e = 0; e < v.experts; ++e) m = math::fmax(m, logit(e));
     float denom = 0;
     for (int e = 0; e < v.experts; ++e) denom += math::exp(logit(e) - m);
     float prev_score = 0, chosen = 0;
-    int prev         = -1;
+    int prev = -1;
     for (int j = 0; j < v.k; ++j) {
-      prev             = next_best(v.experts, logit, prev_score, prev, prev_score);
-      const float p    = math::exp(prev_score - m) / denom;
-      v.ids(t, j)      = prev;
-      v.weights(t, j)  = p;
+      prev = next_best(v.experts, logit, prev_score, prev, prev_score);
+      const float p = math::exp(prev_score - m) / denom;
+      v.ids(t, j) = prev;
+      v.weights(t, j) = p;
       chosen += p;
     }
     v.normalize(t, chosen, 1.0f);
@@ -105,9 +106,9 @@ struct SigmoidGroupTopK : RoutingViews<ExecutionSpace> {
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(int t) const {
-    const auto& v      = *this;
+    const auto& v = *this;
     const int per_group = v.experts / n_group;
-    auto biased        = [&](int e) { return rankable(score(t, e) + bias(e)); };
+    auto biased = [&](int e) { return rankable(score(t, e) + bias(e)); };
 
     // A group's score is the sum of its two best biased scores.
     auto group_score = [&](int g) {
@@ -119,22 +120,20 @@ struct SigmoidGroupTopK : RoutingViews<ExecutionSpace> {
       return rankable(s1 + s2);  // two -FLT_MAX biases must not sum to -inf
     };
     std::uint64_t kept = 0;
-    float prev_score   = 0;
-    int prev           = -1;
+    float prev_score = 0;
+    int prev = -1;
     for (int j = 0; j < topk_group; ++j) {
       prev = next_best(n_group, group_score, prev_score, prev, prev_score);
       kept |= std::uint64_t(1) << prev;
     }
 
-    auto candidate = [&](int e) {
-      return (kept >> (e / per_group)) & 1u ? biased(e) : -INFINITY;
-    };
+    auto candidate = [&](int e) { return (kept >> (e / per_group)) & 1u ? biased(e) : -INFINITY; };
     float sum = 0;
-    prev      = -1;
+    prev = -1;
     for (int j = 0; j < v.k; ++j) {
-      prev            = next_best(v.experts, candidate, prev_score, prev, prev_score);
-      const float w   = score(t, prev);
-      v.ids(t, j)     = prev;
+      prev = next_best(v.experts, candidate, prev_score, prev, prev_score);
+      const float w = score(t, prev);
+      v.ids(t, j) = prev;
       v.weights(t, j) = w;
       sum += w;
     }
@@ -164,9 +163,9 @@ struct FirstBadRouting {
 
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t t, std::int64_t& first) const {
     const int k = int(ids.extent(1));
-    bool bad    = false;
+    bool bad = false;
     for (int j = 0; j < k; ++j) {
-      const int e   = ids(t, j);
+      const int e = ids(t, j);
       const float w = weights(t, j);
       bad = bad || e < 0 || e >= experts || !(w - w == 0.0f);  // w - w is NaN for inf and NaN
       for (int i = 0; i < j; ++i) bad = bad || ids(t, i) == e;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The team scratch a kernel asks for, checked against what its backend gives
 // at level 0 before the launch: Kokkos aborts the process on a request above
 // the limit (Serial and OpenMP since Kokkos 5.1 allow 32 KiB; CUDA 40 KiB
@@ -32,8 +33,8 @@ void require_team_scratch(const Policy& policy, std::size_t bytes, const char* k
   if (bytes > most)
     throw std::runtime_error(
         std::string(kernel) + ": a team needs " + std::to_string(bytes) +
-        " bytes of level-0 team scratch, but " +
-        Policy::execution_space::name() + " gives at most " + std::to_string(most) +
+        " bytes of level-0 team scratch, but " + Policy::execution_space::name() +
+        " gives at most " + std::to_string(most) +
         " (a tile shape this build of Kokkos cannot run: see docs/building.md)");
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // A run of accumulator values of consecutive output columns of one row, as a
 // fragment's store hands them to the kernels: one value on host fragments,
 // the pair of columns a tensor-core thread holds on CUDA, so that kernels
@@ -42,8 +43,7 @@ KOKKOS_FORCEINLINE_FUNCTION std::uint32_t converted_pair(float a, float b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   if constexpr (std::is_same<T, bfloat16>::value)
     asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(pair) : "f"(b), "f"(a));
-  else
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(pair) : "f"(b), "f"(a));
+  else asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(pair) : "f"(b), "f"(a));
 #else
   (void)a, (void)b;
 #endif

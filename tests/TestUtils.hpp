@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Shared helpers of the backend tests: random problems and routings.
 #ifndef KOKKOSMOE_TESTUTILS_HPP
 #define KOKKOSMOE_TESTUTILS_HPP
@@ -43,7 +44,8 @@ std::vector<double> to_double(const View& v) {
 template <class Scalar, class Mem>
 Weights<Scalar, Mem> random_weights(const Config& c, std::uint64_t seed) {
   auto w = Weights<Scalar, Mem>::allocate(c);
-  const double gh = 1.0 / std::sqrt(double(c.hidden_size)), df = 1.0 / std::sqrt(double(c.ffn_size));
+  const double gh = 1.0 / std::sqrt(double(c.hidden_size)),
+               df = 1.0 / std::sqrt(double(c.ffn_size));
   fill_uniform(w.router, -gh, gh, seed + 1);
   fill_uniform(w.bias, -0.1, 0.1, seed + 2);
   fill_uniform(w.gate, -2 * gh, 2 * gh, seed + 3);
@@ -84,7 +86,7 @@ inline std::vector<int> first_experts(int n) {
 template <class Space, class Scalar>
 struct Problem {
   using layer_type = Layer<Space, Scalar>;
-  using mem        = typename Space::memory_space;
+  using mem = typename Space::memory_space;
   Config config;
   Weights<Scalar, mem> weights;
   typename layer_type::tokens_view x, out;
@@ -94,23 +96,24 @@ struct Problem {
   Problem(int E, int k, std::int64_t H, std::int64_t F, std::int64_t T,
           RoutingMode mode = RoutingMode::external, std::uint64_t seed = 7) {
     config.num_experts = E;
-    config.top_k       = k;
+    config.top_k = k;
     config.hidden_size = H;
-    config.ffn_size    = F;
-    config.max_tokens  = T;
-    config.routing     = mode;
-    weights            = random_weights<Scalar, mem>(config, seed);
-    x   = typename layer_type::tokens_view("x", T, H);
+    config.ffn_size = F;
+    config.max_tokens = T;
+    config.routing = mode;
+    weights = random_weights<Scalar, mem>(config, seed);
+    x = typename layer_type::tokens_view("x", T, H);
     out = typename layer_type::tokens_view("out", T, H);
     fill_uniform(x, -1.0, 1.0, seed + 11);
     fill_uniform(out, -1.0, 1.0, seed + 12);  // stale garbage must be overwritten
-    ids             = typename layer_type::ids_view("ids", T, k);
+    ids = typename layer_type::ids_view("ids", T, k);
     routing_weights = typename layer_type::weights_view("routing_weights", T, k);
   }
 
   void set_routing(const HostRouting& r) {
-    Kokkos::deep_copy(ids, Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, Kokkos::HostSpace>(
-                               r.ids.data(), ids.extent(0), ids.extent(1)));
+    Kokkos::deep_copy(ids,
+                      Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, Kokkos::HostSpace>(
+                          r.ids.data(), ids.extent(0), ids.extent(1)));
     Kokkos::deep_copy(routing_weights,
                       Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace>(
                           r.weights.data(), ids.extent(0), ids.extent(1)));
@@ -122,7 +125,8 @@ struct Problem {
   double error(const Ids& use_ids, const W& use_weights, std::int64_t T) const {
     if (T == 0) return 0;
     Kokkos::View<int*, mem> tokens("tokens", T);
-    Kokkos::parallel_for(Kokkos::RangePolicy<Space>(0, T), KOKKOS_LAMBDA(int i) { tokens(i) = i; });
+    Kokkos::parallel_for(
+        Kokkos::RangePolicy<Space>(0, T), KOKKOS_LAMBDA(int i) { tokens(i) = i; });
     auto ref = reference_experts<Space, Scalar>(Space(), weights, x, use_ids, use_weights, tokens);
     std::vector<int> rows(T);
     std::iota(rows.begin(), rows.end(), 0);

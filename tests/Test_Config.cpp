@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <KokkosMoE/KokkosMoE_Config.hpp>
 
 #include <gtest/gtest.h>
@@ -13,10 +14,10 @@ using KokkosMoE::RoutingMode;
 Config valid() {
   Config c;
   c.num_experts = 8;
-  c.top_k       = 2;
+  c.top_k = 2;
   c.hidden_size = 16;
-  c.ffn_size    = 32;
-  c.max_tokens  = 4;
+  c.ffn_size = 32;
+  c.max_tokens = 4;
   return c;
 }
 
@@ -32,9 +33,9 @@ void expect_error(const Config& c, const char* field) {
 
 TEST(Config, ValidConfigurationsPass) {
   EXPECT_NO_THROW(valid().validate());
-  Config c     = valid();
-  c.routing    = RoutingMode::sigmoid_group_topk;
-  c.n_group    = 4;
+  Config c = valid();
+  c.routing = RoutingMode::sigmoid_group_topk;
+  c.n_group = 4;
   c.topk_group = 2;
   EXPECT_NO_THROW(c.validate());
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 #include <Kokkos_Core.hpp>
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The 16-bit storage types: exhaustive round trips and rounding rules.
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
@@ -46,13 +47,13 @@ TEST(Scalar, Float16KnownValues) {
   EXPECT_EQ(float16(1.0f).bits, 0x3c00);
   EXPECT_EQ(float16(-2.0f).bits, 0xc000);
   EXPECT_EQ(float16(65504.0f).bits, 0x7bff);
-  EXPECT_EQ(float16(65520.0f).bits, 0x7c00);     // halfway to 2^16 rounds to even: inf
+  EXPECT_EQ(float16(65520.0f).bits, 0x7c00);  // halfway to 2^16 rounds to even: inf
   EXPECT_EQ(float16(65519.0f).bits, 0x7bff);
-  EXPECT_EQ(float16(5.9604645e-8f).bits, 0x0001);  // smallest subnormal
-  EXPECT_EQ(float16(2.9802322e-8f).bits, 0x0000);  // half of it: ties to even (0)
-  EXPECT_EQ(float16(8.940697e-8f).bits, 0x0002);   // 1.5 ulp: ties to even (2)
-  EXPECT_EQ(float16(1.0f + 1.0f / 2048).bits, 0x3c00);          // tie, even stays
-  EXPECT_EQ(float16(1.0f + 3.0f / 2048).bits, 0x3c02);          // tie, rounds up to even
+  EXPECT_EQ(float16(5.9604645e-8f).bits, 0x0001);       // smallest subnormal
+  EXPECT_EQ(float16(2.9802322e-8f).bits, 0x0000);       // half of it: ties to even (0)
+  EXPECT_EQ(float16(8.940697e-8f).bits, 0x0002);        // 1.5 ulp: ties to even (2)
+  EXPECT_EQ(float16(1.0f + 1.0f / 2048).bits, 0x3c00);  // tie, even stays
+  EXPECT_EQ(float16(1.0f + 3.0f / 2048).bits, 0x3c02);  // tie, rounds up to even
   EXPECT_EQ(float16(std::numeric_limits<float>::infinity()).bits, 0x7c00);
   EXPECT_EQ(float16(1e-10f).bits, 0x0000);
   EXPECT_EQ(float16(-0.0f).bits, 0x8000);
@@ -60,8 +61,8 @@ TEST(Scalar, Float16KnownValues) {
 
 TEST(Scalar, Bfloat16KnownValues) {
   EXPECT_EQ(bfloat16(1.0f).bits, 0x3f80);
-  EXPECT_EQ(bfloat16(1.0f + 1.0f / 256).bits, 0x3f80);   // tie to even
-  EXPECT_EQ(bfloat16(1.0f + 3.0f / 256).bits, 0x3f82);   // tie to even, up
+  EXPECT_EQ(bfloat16(1.0f + 1.0f / 256).bits, 0x3f80);                  // tie to even
+  EXPECT_EQ(bfloat16(1.0f + 3.0f / 256).bits, 0x3f82);                  // tie to even, up
   EXPECT_EQ(bfloat16(std::numeric_limits<float>::max()).bits, 0x7f80);  // overflow to inf
   EXPECT_EQ(bfloat16(-3.0f).bits, 0xc040);
 }

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Fails when a CMake file of the tests or the examples decides a test's pass
 # by its output alone (PASS_REGULAR_EXPRESSION, FAIL_REGULAR_EXPRESSION):
 # CTest then ignores the exit code, so a program that prints PASSED and

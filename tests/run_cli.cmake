@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs a program (EXE) with ARGS (a |-separated list) and checks its exit code
 # (EXPECT_CODE) and that stdout+stderr match EXPECT_REGEX: a test passes only
 # when both hold (CTest's PASS_REGULAR_EXPRESSION alone ignores the exit

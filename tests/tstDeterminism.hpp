@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // What a forward guarantees about its bits (Config::batch_invariant): the
 // same inputs give the same bits run after run in either mode, and in a
 // batch-invariant layer a token's output does not depend on its batch.
@@ -29,8 +30,8 @@ struct Shape {
 // per expert (small tiles, K split over H or F), some (medium), many (large,
 // from 512 rows per expert on the host), with sizes off the tile grid.
 const Shape shapes[] = {
-    {"decode_split_f", 4, 2, 40, 1700, 3, 4},  {"decode_split_h", 4, 2, 1700, 40, 3, 4},
-    {"medium", 8, 2, 72, 200, 300, 6},         {"large", 2, 1, 40, 72, 1100, 2},
+    {"decode_split_f", 4, 2, 40, 1700, 3, 4},   {"decode_split_h", 4, 2, 1700, 40, 3, 4},
+    {"medium", 8, 2, 72, 200, 300, 6},          {"large", 2, 1, 40, 72, 1100, 2},
     {"all_on_one_expert", 8, 1, 33, 50, 90, 1},
 };
 
@@ -67,8 +68,7 @@ template <class Scalar>
 void forward(Layer<Space, Scalar>& layer, Problem<Space, Scalar>& p, std::int64_t T) {
   if (p.config.routing == RoutingMode::external)
     layer.forward(p.x, p.ids, p.routing_weights, p.out, T);
-  else
-    layer.forward(p.x, p.out, T);
+  else layer.forward(p.x, p.out, T);
 }
 
 // The largest row-relative error against the float64 reference, for the
@@ -86,8 +86,8 @@ TYPED_TEST(DETERMINISM_SUITE, RunToRunIsBitwise) {
   for (bool invariant : {false, true}) {
     for (RoutingMode mode : {RoutingMode::external, RoutingMode::softmax_topk}) {
       for (const Shape& s : shapes) {
-        SCOPED_TRACE(std::string(s.name) + (invariant ? ", batch-invariant" : ", default") +
-                     ", " + to_string(mode));
+        SCOPED_TRACE(std::string(s.name) + (invariant ? ", batch-invariant" : ", default") + ", " +
+                     to_string(mode));
         auto p = problem_for<Scalar>(s, mode, invariant);
         Layer<Space, Scalar> layer(p.config, p.weights);
         forward(layer, p, s.T);
@@ -115,20 +115,20 @@ struct SubBatch {
   SubBatch(const Problem<Space, Scalar>& whole, const std::vector<std::int64_t>& tokens)
       : p(whole.config.num_experts, whole.config.top_k, whole.config.hidden_size,
           whole.config.ffn_size, std::int64_t(tokens.size()), whole.config.routing) {
-    p.config  = whole.config;
+    p.config = whole.config;
     p.weights = whole.weights;
     p.config.max_tokens = std::int64_t(tokens.size());
-    auto x   = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), whole.x);
+    auto x = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), whole.x);
     auto ids = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), whole.ids);
-    auto w   = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), whole.routing_weights);
-    auto sx  = Kokkos::create_mirror_view(p.x);
+    auto w = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), whole.routing_weights);
+    auto sx = Kokkos::create_mirror_view(p.x);
     auto sid = Kokkos::create_mirror_view(p.ids);
-    auto sw  = Kokkos::create_mirror_view(p.routing_weights);
+    auto sw = Kokkos::create_mirror_view(p.routing_weights);
     for (std::size_t i = 0; i < tokens.size(); ++i) {
       for (std::size_t h = 0; h < x.extent(1); ++h) sx(i, h) = x(tokens[i], h);
       for (std::size_t j = 0; j < ids.extent(1); ++j) {
         sid(i, j) = ids(tokens[i], j);
-        sw(i, j)  = w(tokens[i], j);
+        sw(i, j) = w(tokens[i], j);
       }
     }
     Kokkos::deep_copy(p.x, sx);
@@ -146,9 +146,9 @@ std::int64_t differing_from_whole(const Problem<Space, Scalar>& whole,
   SubBatch<Scalar> sub(whole, tokens);
   Layer<Space, Scalar> layer(sub.p.config, sub.p.weights);
   forward(layer, sub.p, std::int64_t(tokens.size()));
-  const auto got          = row_bytes(sub.p.out, 0, std::int64_t(tokens.size()));
+  const auto got = row_bytes(sub.p.out, 0, std::int64_t(tokens.size()));
   const std::size_t width = std::size_t(whole.config.hidden_size) * sizeof(Scalar);
-  std::int64_t n          = 0;
+  std::int64_t n = 0;
   for (std::size_t i = 0; i < tokens.size(); ++i)
     n += differing_values<Scalar>(
         std::vector<unsigned char>(whole_out.begin() + tokens[i] * width,
@@ -197,20 +197,21 @@ TEST(DETERMINISM_SUITE, BatchInvariantRoutingDoesNotDependOnTheBatch) {
   for (RoutingMode mode : {RoutingMode::softmax_topk, RoutingMode::sigmoid_group_topk}) {
     SCOPED_TRACE(to_string(mode));
     Problem<Space, float> whole(16, 4, 300, 24, 70, mode);
-    whole.config.n_group         = 4;
-    whole.config.topk_group      = 2;
+    whole.config.n_group = 4;
+    whole.config.topk_group = 2;
     whole.config.batch_invariant = true;
     Layer<Space, float> layer(whole.config, whole.weights);
     layer.route(whole.x, 70);
     const auto ids = row_bytes(layer.routing_ids(), 0, 70);
-    const auto w   = row_bytes(layer.routing_weights(), 0, 70);
+    const auto w = row_bytes(layer.routing_weights(), 0, 70);
     for (std::int64_t t : {0, 33, 69}) {
       SubBatch<float> alone(whole, {t});
       Layer<Space, float> single(alone.p.config, alone.p.weights);
       single.route(alone.p.x, 1);
       const std::size_t id_row = 4 * sizeof(std::int32_t), w_row = 4 * sizeof(float);
       EXPECT_EQ(row_bytes(single.routing_ids(), 0, 1),
-                std::vector<unsigned char>(ids.begin() + t * id_row, ids.begin() + (t + 1) * id_row))
+                std::vector<unsigned char>(ids.begin() + t * id_row,
+                                           ids.begin() + (t + 1) * id_row))
           << "token " << t;
       EXPECT_EQ(row_bytes(single.routing_weights(), 0, 1),
                 std::vector<unsigned char>(w.begin() + t * w_row, w.begin() + (t + 1) * w_row))

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The dispatch stage: counts, prefix sums, order by expert and tiles.
 #include "TestUtils.hpp"
 
@@ -18,13 +19,13 @@ void expect_valid_plan(int E, int k, std::int64_t T, const std::vector<int>& exp
   p.set_routing(r);
   Layer<Space, float> layer(p.config, p.weights);
   layer.dispatch(p.ids, T);
-  const auto& plan  = layer.plan();
-  auto counts       = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.counts);
-  auto offsets      = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.offsets);
-  auto order        = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.order);
+  const auto& plan = layer.plan();
+  auto counts = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.counts);
+  auto offsets = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.offsets);
+  auto order = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.order);
   auto tile_offsets = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.tile_offsets);
-  auto tiles        = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.tiles);
-  auto position     = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.position);
+  auto tiles = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.tiles);
+  auto position = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.position);
 
   std::vector<int> want(E, 0);
   int invalid = 0;
@@ -65,7 +66,8 @@ void expect_valid_plan(int E, int k, std::int64_t T, const std::vector<int>& exp
       EXPECT_EQ(position(a), -1) << "assignment " << a;
     }
   }
-  EXPECT_LE(tile_offsets(E), DispatchPlan<Space::memory_space>::max_tiles(T * k, E, plan.tile_rows));
+  EXPECT_LE(tile_offsets(E),
+            DispatchPlan<Space::memory_space>::max_tiles(T * k, E, plan.tile_rows));
 }
 
 TEST(DISPATCH_SUITE, PlanIsConsistent) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The gate/up stage alone: the activations h against float64.
 #include "TestUtils.hpp"
 
@@ -22,7 +23,8 @@ template <class Space, class Scalar, class frag, class View>
 void fragment_mma(const View& a, const View& b, const View& c, int team_size) {
   using policy = Kokkos::TeamPolicy<Space, typename frag::launch_bounds>;
   const int M = frag::tile_m, N = frag::tile_n, K = frag::tile_k;
-  const std::size_t bytes = frag::operand_bytes(M) + frag::operand_bytes(N) + frag::accumulator_bytes();
+  const std::size_t bytes = frag::operand_bytes(M) + frag::operand_bytes(N) +
+                            frag::accumulator_bytes();
   Kokkos::parallel_for(
       policy(1, team_size).set_scratch_size(0, Kokkos::PerTeam(bytes)),
       KOKKOS_LAMBDA(const typename policy::member_type& m) {
@@ -110,15 +112,14 @@ void expect_activations_match(int E, int k, std::int64_t H, std::int64_t F, std:
   const auto& plan = layer.plan();
   auto order = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.order);
   auto tiles = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.tiles);
-  auto used  = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.tile_offsets);
+  auto used = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.tile_offsets);
   std::vector<std::int64_t> at(T * k);  // the row of h of each sorted row
   for (std::int64_t row = 0; row < T * k; ++row) at[row] = row;
   if (layer.activations_tile_major()) {
     for (int t = 0; t < used(E); ++t)
       for (int r = 0; r < plan.tile_rows; ++r) {
         const std::int64_t row = std::int64_t(t) * plan.tile_rows + r;
-        if (tiles(t, 1) + r < tiles(t, 2))
-          at[tiles(t, 1) + r] = row;
+        if (tiles(t, 1) + r < tiles(t, 2)) at[tiles(t, 1) + r] = row;
         else
           for (std::int64_t f = 0; f < F; ++f) ASSERT_EQ(h[row * F + f], 0.0) << "tile " << t;
       }
@@ -135,7 +136,7 @@ void expect_activations_match(int E, int k, std::int64_t H, std::int64_t F, std:
       }
       const double want = g / (1 + std::exp(-g)) * u;
       scale = std::max(scale, std::abs(want));
-      diff  = std::max(diff, std::abs(h[at[row] * F + f] - want));
+      diff = std::max(diff, std::abs(h[at[row] * F + f] - want));
     }
     worst = std::max(worst, diff / scale);
   }
@@ -225,11 +226,22 @@ void expect_fragment_mma() {
 // hardware's conversion) hold what from_float gives, bit for bit: random
 // magnitudes, ties of both parities, subnormals, overflow, infinities, NaN.
 std::vector<float> values_to_store() {
-  std::vector<float> v = {0.0f, -0.0f, 1.0f, -1.5f, 65504.0f, 65519.0f, 65520.0f, -70000.0f,
+  std::vector<float> v = {0.0f,
+                          -0.0f,
+                          1.0f,
+                          -1.5f,
+                          65504.0f,
+                          65519.0f,
+                          65520.0f,
+                          -70000.0f,
                           std::numeric_limits<float>::infinity(),
                           -std::numeric_limits<float>::infinity(),
-                          std::numeric_limits<float>::quiet_NaN(), 3.0e-8f, -6.0e-8f, 1.0e-5f,
-                          std::numeric_limits<float>::max(), std::numeric_limits<float>::min()};
+                          std::numeric_limits<float>::quiet_NaN(),
+                          3.0e-8f,
+                          -6.0e-8f,
+                          1.0e-5f,
+                          std::numeric_limits<float>::max(),
+                          std::numeric_limits<float>::min()};
   for (std::uint32_t upper : {0x3f80u, 0x3f81u, 0xc2abu, 0x0001u}) {  // bf16 ties, even and odd
     const std::uint32_t bits = (upper << 16) | 0x8000u;
     float f;
@@ -251,8 +263,8 @@ void expect_stored_runs_round_like_from_float() {
   const std::int64_t n = values.size();
   Kokkos::View<float*, Space> in("in", n);
   Kokkos::View<Scalar*, Space> out("out", n);
-  Kokkos::deep_copy(in, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
-                            values.data(), n));
+  Kokkos::deep_copy(
+      in, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(values.data(), n));
   store_runs<Space, Scalar, Width>(in, out);
   const auto got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
   for (std::int64_t j = 0; j < n; ++j) {
@@ -276,11 +288,18 @@ TYPED_TEST(EXPERTMLP_SUITE, StoredRunsRoundLikeFromFloat) {
 // Impl::divide on the device against the host's 64-bit division, on both
 // sides of 2^31 (where it switches to 64 bits).
 TEST(EXPERTMLP_SUITE, DivideMatchesIntegerDivision) {
-  const std::vector<std::pair<std::int64_t, std::int64_t>> cases = {
-      {0, 1},          {7, 3},           {4095, 4096},          {4096, 4096},
-      {0x7fffffff, 7}, {0x80000000LL, 7}, {0x7fffffff, 0x7fffffff}, {5, 0x80000000LL},
-      {(1LL << 40) + 12345, 1792}, {(1LL << 40) + 12345, (1LL << 33) + 1}};
-  Kokkos::View<std::int64_t* [2], Space> in("in", cases.size()), out("out", cases.size());
+  const std::vector<std::pair<std::int64_t, std::int64_t>> cases = {{0, 1},
+                                                                    {7, 3},
+                                                                    {4095, 4096},
+                                                                    {4096, 4096},
+                                                                    {0x7fffffff, 7},
+                                                                    {0x80000000LL, 7},
+                                                                    {0x7fffffff, 0x7fffffff},
+                                                                    {5, 0x80000000LL},
+                                                                    {(1LL << 40) + 12345, 1792},
+                                                                    {(1LL << 40) + 12345,
+                                                                     (1LL << 33) + 1}};
+  Kokkos::View<std::int64_t*[2], Space> in("in", cases.size()), out("out", cases.size());
   auto host = Kokkos::create_mirror_view(in);
   for (std::size_t j = 0; j < cases.size(); ++j)
     host(j, 0) = cases[j].first, host(j, 1) = cases[j].second;
@@ -316,9 +335,9 @@ TEST(EXPERTMLP_SUITE, SplitKPartsCoverKWithinBounds) {
     f.split_k(c.tiles, c.depth, c.rows, c.capacity, c.teams);
     SCOPED_TRACE(c.depth);
     EXPECT_EQ(f.split_depth % BK, 0);
-    EXPECT_GE(std::int64_t(f.splits) * f.split_depth, c.depth);  // K covered
+    EXPECT_GE(std::int64_t(f.splits) * f.split_depth, c.depth);      // K covered
     EXPECT_LT(std::int64_t(f.splits - 1) * f.split_depth, c.depth);  // no empty part
-    EXPECT_LE(f.splits * c.rows, std::max(c.capacity, c.rows));  // room for the parts
+    EXPECT_LE(f.splits * c.rows, std::max(c.capacity, c.rows));      // room for the parts
     EXPECT_LE(f.splits, (c.depth + least - 1) / least);
     if (c.teams == 1 || c.capacity < 2 * c.rows || c.depth <= least) EXPECT_EQ(f.splits, 1);
     if (c.must_split) EXPECT_GE(f.splits, 2);

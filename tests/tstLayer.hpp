@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The whole layer (forward) against the float64 reference.
 #include "TestUtils.hpp"
 
@@ -33,15 +34,20 @@ struct Case {
 // with no tokens, all tokens on one expert, sizes off the tile grid, E and k
 // at their extremes.
 const Case cases[] = {
-    {"mixtral_like", 8, 2, 64, 96, 40, 8},     {"one_token", 4, 2, 37, 45, 1, 4},
-    {"no_tokens", 8, 2, 64, 64, 0, 8},         {"idle_experts", 16, 4, 48, 80, 33, 6},
-    {"all_on_one_expert", 8, 1, 40, 50, 70, 1}, {"single_expert", 1, 1, 33, 17, 5, 1},
-    {"many_experts", 256, 8, 32, 40, 64, 256}, {"k_equals_E", 6, 6, 20, 24, 9, 6},
+    {"mixtral_like", 8, 2, 64, 96, 40, 8},
+    {"one_token", 4, 2, 37, 45, 1, 4},
+    {"no_tokens", 8, 2, 64, 64, 0, 8},
+    {"idle_experts", 16, 4, 48, 80, 33, 6},
+    {"all_on_one_expert", 8, 1, 40, 50, 70, 1},
+    {"single_expert", 1, 1, 33, 17, 5, 1},
+    {"many_experts", 256, 8, 32, 40, 64, 256},
+    {"k_equals_E", 6, 6, 20, 24, 9, 6},
     {"off_tile_large", 4, 2, 100, 130, 75, 3},
-    {"split_k_decode", 4, 2, 40, 1700, 3, 4},  // few tiles, long F: the down projection splits F
+    {"split_k_decode", 4, 2, 40, 1700, 3, 4},   // few tiles, long F: the down projection splits F
     {"split_k_gate_up", 4, 2, 1700, 40, 3, 4},  // few tiles, long H: gate/up split H
     // The layer's other tile shapes: 40 and 600 rows per expert.
-    {"medium_tiles", 2, 1, 70, 90, 80, 2},   {"large_tiles", 1, 1, 40, 72, 600, 1},
+    {"medium_tiles", 2, 1, 70, 90, 80, 2},
+    {"large_tiles", 1, 1, 40, 72, 600, 1},
     // Large tiles whose last tile per expert is at most half filled (about
     // 300 rows each: 2 x 128 + 44): one multiplying warpgroup's rows unused.
     {"large_tiles_short_last", 2, 1, 64, 200, 600, 2},
@@ -77,7 +83,7 @@ TYPED_TEST(LAYER_SUITE, RoutedForwardMatchesReference) {
   using Scalar = TypeParam;
   for (RoutingMode mode : {RoutingMode::softmax_topk, RoutingMode::sigmoid_group_topk}) {
     Problem<Space, Scalar> p(16, 4, 72, 56, 45, mode);
-    p.config.n_group    = 4;
+    p.config.n_group = 4;
     p.config.topk_group = 2;
     Layer<Space, Scalar> layer(p.config, p.weights);
     layer.forward(p.x, p.out, 45);
@@ -195,7 +201,8 @@ TEST(LAYER_SUITE, ForwardReplaysAsOneGraph) {
   const Space exec = WorkGraph<Space>::capture_instance();
   Layer<Space, bfloat16> layer(p.config, p.weights, exec);
   layer.forward(p.x, p.ids, p.routing_weights, p.out, 2);
-  const WorkGraph<Space> graph(exec, [&] { layer.forward(p.x, p.ids, p.routing_weights, p.out, 2); });
+  const WorkGraph<Space> graph(exec,
+                               [&] { layer.forward(p.x, p.ids, p.routing_weights, p.out, 2); });
   Kokkos::deep_copy(p.out, bfloat16(0.0f));
   Kokkos::fence();
   graph.launch();
@@ -326,10 +333,8 @@ TEST(LAYER_SUITE, WeightsSpanningFewerValuesThanTheyHoldAreRefused) {
   Kokkos::View<short***, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged> v(
       one.data(), 64, 8192, 8192);
   EXPECT_EQ(Impl::value_count(v), std::size_t(1) << 32);
-  if (v.span() == Impl::value_count(v))
-    EXPECT_NO_THROW(Impl::check_span(v, "w"));
-  else
-    EXPECT_THROW(Impl::check_span(v, "w"), std::invalid_argument);
+  if (v.span() == Impl::value_count(v)) EXPECT_NO_THROW(Impl::check_span(v, "w"));
+  else EXPECT_THROW(Impl::check_span(v, "w"), std::invalid_argument);
 }
 
 // A kernel's team scratch beyond what the backend gives is an error that
@@ -365,7 +370,7 @@ TEST(LAYER_SUITE, BadShapesAreRejected) {
   w.down = decltype(w.down)("down", 8, 40, 32);  // transposed
   EXPECT_THROW((Layer<Space, float>(p.config, w)), std::invalid_argument);
   Config bad = p.config;
-  bad.top_k  = 9;
+  bad.top_k = 9;
   EXPECT_THROW((Layer<Space, float>(bad, p.weights)), std::invalid_argument);
 
   // Rows that do not follow one another: a column subview of a wider view
@@ -376,7 +381,7 @@ TEST(LAYER_SUITE, BadShapesAreRejected) {
   EXPECT_THROW(layer.forward(columns, p.ids, p.routing_weights, p.out, 10), std::invalid_argument);
   layer.dispatch(p.ids, 10);
   EXPECT_THROW(layer.gate_up(columns, 10), std::invalid_argument);
-  w      = p.weights;
+  w = p.weights;
   w.gate = decltype(w.gate)(Kokkos::view_alloc("padded", Kokkos::AllowPadding), 8, 40, 32);
   if (w.gate.span() != w.gate.size())  // where Kokkos pads at all
     EXPECT_THROW((Layer<Space, float>(p.config, w)), std::invalid_argument);
@@ -401,7 +406,8 @@ TEST(LAYER_SUITE, RefusedForwardLeavesTheLayerAsItWas) {
   r.ids[0] = 8;  // out of range: counted by a dispatch that runs
   q.set_routing(r);
   Layer<Space, float> routed(q.config, q.weights);
-  EXPECT_THROW(routed.forward(q.x, q.ids, q.routing_weights, narrow_out, 10), std::invalid_argument);
+  EXPECT_THROW(routed.forward(q.x, q.ids, q.routing_weights, narrow_out, 10),
+               std::invalid_argument);
   EXPECT_EQ(routed.invalid_ids(), 0);
 }
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The route stage (router GEMM + top-k) against the float64 reference.
 #include "TestUtils.hpp"
 
@@ -31,7 +32,7 @@ void expect_routing_matches(Problem<Space, Scalar>& p, Layer<Space, Scalar>& lay
   auto ref = reference_route(c, to_double(p.x), to_double(p.weights.router),
                              to_double(p.weights.bias), T);
   auto ids = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), layer.routing_ids());
-  auto w   = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), layer.routing_weights());
+  auto w = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), layer.routing_weights());
   const int E = c.num_experts, k = c.top_k;
   int compared = 0;
   for (std::int64_t t = 0; t < T; ++t) {
@@ -80,9 +81,9 @@ TYPED_TEST(ROUTING_SUITE, SigmoidGroupLimitedTopK) {
               G{8, 8, 8, 8, true, 1.0f}, G{12, 1, 12, 3, true, 1.0f}}) {
     SCOPED_TRACE("E=" + std::to_string(g.E) + " n_group=" + std::to_string(g.n_group));
     Problem<Space, Scalar> p(g.E, g.k, 40, 8, 30, RoutingMode::sigmoid_group_topk, g.E + g.k);
-    p.config.n_group        = g.n_group;
-    p.config.topk_group     = g.topk_group;
-    p.config.renormalize    = g.renormalize;
+    p.config.n_group = g.n_group;
+    p.config.topk_group = g.topk_group;
+    p.config.renormalize = g.renormalize;
     p.config.routed_scaling = g.scaling;
     Layer<Space, Scalar> layer(p.config, p.weights);
     expect_routing_matches(p, layer, 30);
@@ -123,20 +124,19 @@ void run_topk(const std::vector<float>& logits, int E, int k, bool renormalize,
 // still give k distinct, valid experts and finite weights.
 TEST(ROUTING_SUITE, NonFiniteLogitsGiveValidRouting) {
   const float inf = INFINITY, nan = NAN;
-  const std::vector<float> logits = {inf,  0, 0, 0,       // one +inf
-                                     -inf, 1, 2, 3,       // one -inf
-                                     nan,  -inf, 5, inf,  // all kinds
-                                     -inf, -inf, -inf, -inf,
-                                     nan,  nan,  nan,  nan};
+  const std::vector<float> logits = {inf,  0,    0,    0,    // one +inf
+                                     -inf, 1,    2,    3,    // one -inf
+                                     nan,  -inf, 5,    inf,  // all kinds
+                                     -inf, -inf, -inf, -inf, nan, nan, nan, nan};
   std::vector<int> ids;
   std::vector<float> w;
   auto softmax = [](const Impl::RoutingViews<Space>& v) { return Impl::SoftmaxTopK<Space>{v}; };
   run_topk(logits, 4, 3, true, softmax, ids, w);
   EXPECT_EQ(ids, (std::vector<int>{0, 1, 2, 3, 2, 1, 3, 2, 0, 0, 1, 2, 0, 1, 2}));
   const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
-  const std::vector<double> expected = {1, 0, 0, std::exp(3.0) / z, std::exp(2.0) / z,
-                                        std::exp(1.0) / z, 1, 0, 0, 1 / 3.0, 1 / 3.0, 1 / 3.0,
-                                        1 / 3.0, 1 / 3.0, 1 / 3.0};
+  const std::vector<double> expected = {
+      1, 0,       0,       std::exp(3.0) / z, std::exp(2.0) / z, std::exp(1.0) / z, 1,      0,
+      0, 1 / 3.0, 1 / 3.0, 1 / 3.0,           1 / 3.0,           1 / 3.0,           1 / 3.0};
   for (std::size_t i = 0; i < w.size(); ++i) EXPECT_NEAR(w[i], expected[i], 1e-6) << i;
 
   // Group-limited sigmoid routing, two groups of two: a whole group biased
@@ -180,7 +180,8 @@ TEST(ROUTING_SUITE, RouterLogitsKernelMatchesFloat64) {
   for (int T : {0, 1, 7, 8, 9, 33}) {
     for (int H : {1, 40, 256, 300, 600}) {
       for (int E : {1, 3, 64}) {
-        SCOPED_TRACE("T=" + std::to_string(T) + " H=" + std::to_string(H) + " E=" + std::to_string(E));
+        SCOPED_TRACE("T=" + std::to_string(T) + " H=" + std::to_string(H) +
+                     " E=" + std::to_string(E));
         Kokkos::View<float**, Kokkos::LayoutRight, Space::memory_space> x("x", T, H),
             router("router", E, H), logits("logits", T, E);
         fill_uniform(x, -1.0, 1.0, 7 + T);
@@ -212,9 +213,9 @@ TEST(ROUTING_SUITE, ZeroTokensAndBadConfigs) {
   c.routing = RoutingMode::sigmoid_group_topk;
   c.n_group = 3;  // 8 experts do not split into 3 groups
   EXPECT_THROW(c.validate(), std::invalid_argument);
-  c.n_group    = 4;
+  c.n_group = 4;
   c.topk_group = 1;
-  c.top_k      = 3;  // one group of 2 experts cannot give 3
+  c.top_k = 3;  // one group of 2 experts cannot give 3
   EXPECT_THROW(c.validate(), std::invalid_argument);
 }
 }  // namespace

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """What cuBLAS reaches on the expert layer's GEMMs without routing: a bound.
 
 For each model and token count T it times, on the current CUDA device, the

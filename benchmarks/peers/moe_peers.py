@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Peers of the KokkosMoE layer on the same shapes and routing, in one run.
 
 For each point (trace layer, token count) it measures, on the current CUDA device:

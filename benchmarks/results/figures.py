@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Figures of the H200 records (h200.json beside this file) for the docs.
 
   figures.py [h200.json] [--out DIR]      (default: docs/figures/ of the repository)

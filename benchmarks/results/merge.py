@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Merges one GPU run into benchmarks/results/h200.json and its table.
 
   merge.py PEERS.json REPLAY_DIR --routing-of NAME=ROUTING... --date D --commit C --command CMD

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* KokkosMoE from C: a small softmax-top-k layer (E=4, k=2, H=32, F=48) with
  * deterministic weights, run with the layer's router (kmoe_forward) and with
  * given routing (kmoe_forward_routed), each checked against a double
@@ -70,7 +71,7 @@ static double max_error(const float* out, const double* ref) {
     double diff = 0, scale = 0;
     for (int n = 0; n < H; ++n) {
       const double d = fabs(out[t * H + n] - ref[t * H + n]);
-      diff  = d > diff || isnan(d) ? d : diff;
+      diff = d > diff || isnan(d) ? d : diff;
       scale = fabs(ref[t * H + n]) > scale ? fabs(ref[t * H + n]) : scale;
     }
     diff /= scale;
@@ -79,13 +80,13 @@ static double max_error(const float* out, const double* ref) {
   return worst;
 }
 
-#define CHECK(call)                                                                   \
-  do {                                                                                \
-    kmoe_status s_ = (call);                                                          \
-    if (s_ != KMOE_SUCCESS) {                                                         \
+#define CHECK(call) \
+  do { \
+    kmoe_status s_ = (call); \
+    if (s_ != KMOE_SUCCESS) { \
       fprintf(stderr, "%s: %s: %s\n", #call, kmoe_status_string(s_), kmoe_last_error()); \
-      return 1;                                                                       \
-    }                                                                                 \
+      return 1; \
+    } \
   } while (0)
 
 int main(int argc, char** argv) {
@@ -104,7 +105,7 @@ int main(int argc, char** argv) {
     experts(x + t * H, ids + t * K, w + t * K, gate, up, down, ref + t * H);
   }
   for (int i = 0; i < T * K; ++i) {
-    ids32[i]          = ids[i];
+    ids32[i] = ids[i];
     routed_weights[i] = (float)w[i];
   }
 
@@ -127,7 +128,7 @@ int main(int argc, char** argv) {
   CHECK(kmoe_finalize());
 
   const int ok = err_router < 1e-4 && err_routed < 1e-4 && too_many == KMOE_ERROR_INVALID_ARGUMENT;
-  printf("C example: E=%d k=%d H=%d F=%d T=%d, max error %.2e (router) %.2e (routed), %s\n", E,
-         K, H, F, T, err_router, err_routed, ok ? "PASSED" : "FAILED");
+  printf("C example: E=%d k=%d H=%d F=%d T=%d, max error %.2e (router) %.2e (routed), %s\n", E, K,
+         H, F, T, err_router, err_routed, ok ? "PASSED" : "FAILED");
   return ok ? 0 : 1;
 }

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! KokkosMoE from Fortran: a small softmax-top-k layer (E=4, k=2, H=32, F=48)
 ! with deterministic weights, run through the kmoe_layer_t wrapper and checked
 ! against a double precision reference computed here. Arrays are column-major

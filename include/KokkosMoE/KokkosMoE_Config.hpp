@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Shape and routing configuration of one MoE layer.
 #ifndef KOKKOSMOE_CONFIG_HPP
 #define KOKKOSMOE_CONFIG_HPP
@@ -23,17 +24,17 @@ enum class RoutingMode {
 const char* to_string(RoutingMode mode);
 
 struct Config {
-  int num_experts = 8;            // E
-  int top_k = 2;                  // k
-  std::int64_t hidden_size = 0;   // H
-  std::int64_t ffn_size = 0;      // F, per-expert intermediate width
-  std::int64_t max_tokens = 0;    // buffers are sized once for this many tokens
+  int num_experts = 8;           // E
+  int top_k = 2;                 // k
+  std::int64_t hidden_size = 0;  // H
+  std::int64_t ffn_size = 0;     // F, per-expert intermediate width
+  std::int64_t max_tokens = 0;   // buffers are sized once for this many tokens
 
   RoutingMode routing = RoutingMode::softmax_topk;
-  bool renormalize = true;        // k weights sum to 1 before scaling
-  int n_group = 1;                // sigmoid_group_topk: groups of experts
-  int topk_group = 1;             // sigmoid_group_topk: groups kept per token
-  float routed_scaling = 1.0f;    // sigmoid_group_topk: weight multiplier
+  bool renormalize = true;      // k weights sum to 1 before scaling
+  int n_group = 1;              // sigmoid_group_topk: groups of experts
+  int topk_group = 1;           // sigmoid_group_topk: groups kept per token
+  float routed_scaling = 1.0f;  // sigmoid_group_topk: weight multiplier
 
   // What a forward guarantees about its bits (docs/api.md, "Determinism").
   // Always: the same inputs, routing, batch, configuration and build on the

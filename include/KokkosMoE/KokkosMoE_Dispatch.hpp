@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The dispatch plan: token assignments grouped by expert, and the tiles the
 // expert kernels work on. Built on the device from the routing ids, so that
 // forward needs no host round-trip.
@@ -21,8 +22,9 @@ struct DispatchPlan {
   index_view order;         // [T*k]  assignment at each sorted position
   index_view tile_offsets;  // [E+1]  first tile of each expert; tile_offsets[E] = tiles in use
   Kokkos::View<int* [3], MemorySpace> tiles;  // (expert, first row, end row) in sorted positions
-  Kokkos::View<int, MemorySpace> invalid_ids; // routing ids outside [0, E) seen by the last dispatch
-  int tile_rows = 0;                          // rows per tile
+  Kokkos::View<int, MemorySpace>
+      invalid_ids;    // routing ids outside [0, E) seen by the last dispatch
+  int tile_rows = 0;  // rows per tile
 
   // Tiles never exceed this bound: sum over experts of ceil(c_e / rows)
   // <= assignments / rows + non-empty experts. Kernels launch this many and
@@ -34,15 +36,15 @@ struct DispatchPlan {
 
   static DispatchPlan allocate(int experts, std::int64_t max_assignments, int rows) {
     DispatchPlan p;
-    p.counts       = index_view("KokkosMoE::dispatch::counts", experts);
-    p.offsets      = index_view("KokkosMoE::dispatch::offsets", experts + 1);
-    p.position     = index_view("KokkosMoE::dispatch::position", max_assignments);
-    p.order        = index_view("KokkosMoE::dispatch::order", max_assignments);
+    p.counts = index_view("KokkosMoE::dispatch::counts", experts);
+    p.offsets = index_view("KokkosMoE::dispatch::offsets", experts + 1);
+    p.position = index_view("KokkosMoE::dispatch::position", max_assignments);
+    p.order = index_view("KokkosMoE::dispatch::order", max_assignments);
     p.tile_offsets = index_view("KokkosMoE::dispatch::tile_offsets", experts + 1);
-    p.tiles        = Kokkos::View<int* [3], MemorySpace>(
-        "KokkosMoE::dispatch::tiles", max_tiles(max_assignments, experts, rows));
-    p.invalid_ids  = Kokkos::View<int, MemorySpace>("KokkosMoE::dispatch::invalid_ids");
-    p.tile_rows    = rows;
+    p.tiles = Kokkos::View<int* [3], MemorySpace>("KokkosMoE::dispatch::tiles",
+                                                  max_tiles(max_assignments, experts, rows));
+    p.invalid_ids = Kokkos::View<int, MemorySpace>("KokkosMoE::dispatch::invalid_ids");
+    p.tile_rows = rows;
     return p;
   }
 };

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The MoE layer: route -> dispatch -> gate/up (SwiGLU) -> down + combine.
 //
 // Every stage is a Kokkos kernel on the layer's execution space instance and
@@ -22,16 +23,16 @@ template <class ExecutionSpace, class Scalar>
 class Layer {
  public:
   using execution_space = ExecutionSpace;
-  using memory_space    = typename ExecutionSpace::memory_space;
-  using scalar_type     = Scalar;
-  using weights_type    = Weights<Scalar, memory_space>;
+  using memory_space = typename ExecutionSpace::memory_space;
+  using scalar_type = Scalar;
+  using weights_type = Weights<Scalar, memory_space>;
   // Hidden states and outputs: [tokens, H], row-major.
-  using tokens_view       = Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space>;
+  using tokens_view = Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space>;
   using const_tokens_view = Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space>;
   // Routing: [tokens, k] expert ids (in [0, E), distinct per row) and weights.
-  using ids_view     = Kokkos::View<std::int32_t**, Kokkos::LayoutRight, memory_space>;
+  using ids_view = Kokkos::View<std::int32_t**, Kokkos::LayoutRight, memory_space>;
   using weights_view = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;
-  using const_ids_view     = Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, memory_space>;
+  using const_ids_view = Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, memory_space>;
   using const_weights_view = Kokkos::View<const float**, Kokkos::LayoutRight, memory_space>;
 
   // Validates the configuration and the weights' extents (std::invalid_argument).
@@ -39,10 +40,10 @@ class Layer {
         const execution_space& exec = execution_space());
   // A layer owns its buffers (plan, h, outputs: a copy would share them but
   // not the state that says what they hold): movable, not copyable.
-  Layer(const Layer&)            = delete;
+  Layer(const Layer&) = delete;
   Layer& operator=(const Layer&) = delete;
-  Layer(Layer&&)                 = default;
-  Layer& operator=(Layer&&)      = default;
+  Layer(Layer&&) = default;
+  Layer& operator=(Layer&&) = default;
 
   const Config& config() const { return config_; }
   const weights_type& weights() const { return weights_; }
@@ -127,17 +128,19 @@ class Layer {
   execution_space exec_;
   ids_view ids_;
   weights_view routing_weights_;
-  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> logits_;   // [max_tokens, E]
-  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> x_float_;  // router input, 16-bit types only
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> logits_;  // [max_tokens, E]
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space>
+      x_float_;  // router input, 16-bit types only
   DispatchPlan<memory_space> plan_;
   int tile_size_ = -1;  // the Impl::TileSize of the last dispatch; -1 before any
   // The batch sizes of the last dispatch and of the gate_up after it (-1:
   // none): a stage given another batch would read a stale plan or h.
   std::int64_t dispatched_tokens_ = -1;
-  std::int64_t gated_tokens_      = -1;
-  int one_team_threads_           = 1;  // the one-team dispatch's team on exec_
-  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h_;  // [max_tokens * k or tile-major rows, F]
-  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y_;        // [max_tokens * k, H]
+  std::int64_t gated_tokens_ = -1;
+  int one_team_threads_ = 1;  // the one-team dispatch's team on exec_
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space>
+      h_;  // [max_tokens * k or tile-major rows, F]
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y_;  // [max_tokens * k, H]
   // Split-K parts of the gate and up products of small batches: [rows, 2F].
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> gate_up_parts_;
   // Descriptors of the weights, h and the gathered rows of x for bulk tensor

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Device math functions under one name across Kokkos versions: they lived in
 // Kokkos::Experimental until 3.7 and are in Kokkos:: since.
 #ifndef KOKKOSMOE_MATH_HPP

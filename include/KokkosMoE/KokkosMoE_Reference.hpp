@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The float64 reference the layer is checked against: straightforward
 // kernels in double precision, written independently of the fast path (no
 // dispatch, no tiles, no scratch), runnable where the weights live so that
@@ -41,24 +42,27 @@ constexpr double reference_tolerance() {
 template <class ExecutionSpace, class Scalar>
 Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> reference_experts(
     const ExecutionSpace& exec, const Weights<Scalar, typename ExecutionSpace::memory_space>& w,
-    const Kokkos::View<const Scalar**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space>& x,
-    const Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space>& ids,
-    const Kokkos::View<const float**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space>& weights,
+    const Kokkos::View<const Scalar**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space>&
+        x,
+    const Kokkos::View<const std::int32_t**, Kokkos::LayoutRight,
+                       typename ExecutionSpace::memory_space>& ids,
+    const Kokkos::View<const float**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space>&
+        weights,
     const Kokkos::View<const int*, typename ExecutionSpace::memory_space>& tokens,
     Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace>* term_rss = nullptr) {
-  using mem                = typename ExecutionSpace::memory_space;
-  using range              = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>;
-  const std::int64_t S     = tokens.extent(0);
-  const int k              = int(ids.extent(1));
-  const int E              = int(w.gate.extent(0));
-  const std::int64_t F     = w.gate.extent(1), H = w.gate.extent(2);
+  using mem = typename ExecutionSpace::memory_space;
+  using range = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>;
+  const std::int64_t S = tokens.extent(0);
+  const int k = int(ids.extent(1));
+  const int E = int(w.gate.extent(0));
+  const std::int64_t F = w.gate.extent(1), H = w.gate.extent(2);
   auto gate = w.gate;
-  auto up   = w.up;
+  auto up = w.up;
   auto down = w.down;
   Kokkos::View<double***, Kokkos::LayoutRight, mem> h("KokkosMoE::reference::h", S, k, F);
   Kokkos::View<double**, Kokkos::LayoutRight, mem> out("KokkosMoE::reference::out", S, H);
-  Kokkos::View<double**, Kokkos::LayoutRight, mem> rss("KokkosMoE::reference::rss", term_rss ? S : 0,
-                                                       term_rss ? H : 0);
+  Kokkos::View<double**, Kokkos::LayoutRight, mem> rss("KokkosMoE::reference::rss",
+                                                       term_rss ? S : 0, term_rss ? H : 0);
   Kokkos::parallel_for(
       "KokkosMoE::reference::gate_up", range(exec, 0, S * k * F), KOKKOS_LAMBDA(std::int64_t i) {
         const std::int64_t s = i / (k * F), j = (i / F) % k, f = i % F;
@@ -76,7 +80,7 @@ Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> reference_experts
       "KokkosMoE::reference::down", range(exec, 0, S * H), KOKKOS_LAMBDA(std::int64_t i) {
         const std::int64_t s = i / H, n = i % H;
         const int t = tokens(s);
-        double acc  = 0, squares = 0;
+        double acc = 0, squares = 0;
         for (int j = 0; j < k; ++j) {
           const int e = ids(t, j);
           if (e < 0 || e >= E) continue;
@@ -109,9 +113,9 @@ Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> reference_experts
 // Largest over sampled rows of max|out - ref| / max|ref| (a row of zeros in
 // the reference is compared absolutely). out is the layer's [T, H] output.
 template <class OutView>
-double max_row_relative_error(const OutView& out,
-                              const Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace>& ref,
-                              const std::vector<int>& tokens) {
+double max_row_relative_error(
+    const OutView& out, const Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace>& ref,
+    const std::vector<int>& tokens) {
   auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
   double worst = 0;
   for (std::size_t s = 0; s < tokens.size(); ++s) {
@@ -119,7 +123,7 @@ double max_row_relative_error(const OutView& out,
     for (std::size_t n = 0; n < ref.extent(1); ++n) {
       const double o = double(Impl::to_float(host(tokens[s], n)));
       // NaN anywhere must fail the check: comparisons with NaN are false.
-      diff  = std::isnan(o) ? INFINITY : std::max(diff, std::abs(o - ref(s, n)));
+      diff = std::isnan(o) ? INFINITY : std::max(diff, std::abs(o - ref(s, n)));
       scale = std::max(scale, std::abs(ref(s, n)));
       if (std::isinf(diff)) break;
     }
@@ -131,9 +135,9 @@ double max_row_relative_error(const OutView& out,
 // Routing in double, by sorting: top-k expert ids (best first) and weights
 // per token, for softmax_topk and sigmoid_group_topk. x is [T, H] host data.
 struct ReferenceRouting {
-  std::vector<int> ids;        // [T, k]
-  std::vector<double> weights; // [T, k]
-  std::vector<double> scores;  // [T, E], the scores selection ranks by
+  std::vector<int> ids;         // [T, k]
+  std::vector<double> weights;  // [T, k]
+  std::vector<double> scores;   // [T, E], the scores selection ranks by
 };
 
 inline ReferenceRouting reference_route(const Config& c, const std::vector<double>& x,
@@ -156,19 +160,20 @@ inline ReferenceRouting reference_route(const Config& c, const std::vector<doubl
     std::vector<bool> allowed(E, true);
     if (c.routing == RoutingMode::softmax_topk) {
       const double m = *std::max_element(logit.begin(), logit.end());
-      double z       = 0;
+      double z = 0;
       for (int e = 0; e < E; ++e) z += std::exp(logit[e] - m);
       for (int e = 0; e < E; ++e) prob[e] = std::exp(logit[e] - m) / z;
       for (int e = 0; e < E; ++e) r.scores[t * E + e] = prob[e];
     } else {
       for (int e = 0; e < E; ++e) {
-        prob[e]              = 1.0 / (1.0 + std::exp(-logit[e]));
-        r.scores[t * E + e]  = prob[e] + bias[e];
+        prob[e] = 1.0 / (1.0 + std::exp(-logit[e]));
+        r.scores[t * E + e] = prob[e] + bias[e];
       }
       const int per = E / c.n_group;
       std::vector<std::pair<double, int>> groups;
       for (int g = 0; g < c.n_group; ++g) {
-        std::vector<double> s(r.scores.begin() + t * E + g * per, r.scores.begin() + t * E + (g + 1) * per);
+        std::vector<double> s(r.scores.begin() + t * E + g * per,
+                              r.scores.begin() + t * E + (g + 1) * per);
         std::sort(s.rbegin(), s.rend());
         groups.push_back({-(s[0] + (per > 1 ? s[1] : 0.0)), g});
       }
@@ -186,7 +191,7 @@ inline ReferenceRouting reference_route(const Config& c, const std::vector<doubl
     for (int j = 0; j < k; ++j) sum += prob[order[j]];
     const double scale = c.routing == RoutingMode::softmax_topk ? 1.0 : c.routed_scaling;
     for (int j = 0; j < k; ++j) {
-      r.ids[t * k + j]     = order[j];
+      r.ids[t * k + j] = order[j];
       r.weights[t * k + j] = prob[order[j]] * (c.renormalize ? scale / sum : scale);
     }
   }

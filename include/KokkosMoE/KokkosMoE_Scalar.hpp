@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Storage types of the layer: float, IEEE binary16 and bfloat16.
 //
 // Arithmetic and accumulation are always in float; 16-bit types are storage
@@ -57,8 +58,8 @@ struct float16 {
 
   KOKKOS_INLINE_FUNCTION static float to_float(std::uint16_t h) {
     const std::uint32_t sign = std::uint32_t(h & 0x8000u) << 16;
-    const std::uint32_t exp  = (h >> 10) & 0x1fu;
-    std::uint32_t mant       = h & 0x3ffu;
+    const std::uint32_t exp = (h >> 10) & 0x1fu;
+    std::uint32_t mant = h & 0x3ffu;
     if (exp == 0x1f) return Impl::bits_float(sign | 0x7f800000u | (mant << 13));
     if (exp != 0) return Impl::bits_float(sign | ((exp + 112u) << 23) | (mant << 13));
     if (mant == 0) return Impl::bits_float(sign);
@@ -68,10 +69,10 @@ struct float16 {
   }
 
   KOKKOS_INLINE_FUNCTION static std::uint16_t from_float(float f) {
-    const std::uint32_t u    = Impl::float_bits(f);
+    const std::uint32_t u = Impl::float_bits(f);
     const std::uint16_t sign = std::uint16_t((u >> 16) & 0x8000u);
-    const std::uint32_t a    = u & 0x7fffffffu;
-    if (a > 0x7f800000u) return std::uint16_t(sign | 0x7e00u);  // NaN
+    const std::uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return std::uint16_t(sign | 0x7e00u);   // NaN
     if (a >= 0x477ff000u) return std::uint16_t(sign | 0x7c00u);  // rounds to inf
     if (a < 0x38800000u) {
       // Below the smallest normal (2^-14): scale so that the integer part is
@@ -102,17 +103,17 @@ struct ScalarTraits;
 template <>
 struct ScalarTraits<float> {
   static constexpr const char* name = "fp32";
-  static constexpr double epsilon   = 1.1920928955078125e-07;  // 2^-23
+  static constexpr double epsilon = 1.1920928955078125e-07;  // 2^-23
 };
 template <>
 struct ScalarTraits<float16> {
   static constexpr const char* name = "fp16";
-  static constexpr double epsilon   = 9.765625e-04;  // 2^-10
+  static constexpr double epsilon = 9.765625e-04;  // 2^-10
 };
 template <>
 struct ScalarTraits<bfloat16> {
   static constexpr const char* name = "bf16";
-  static constexpr double epsilon   = 7.8125e-03;  // 2^-7
+  static constexpr double epsilon = 7.8125e-03;  // 2^-7
 };
 
 }  // namespace KokkosMoE

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Routing traces: which experts each token chose, per MoE layer, as recorded
 // from a model (HDF5 file format version 1, see docs/trace-format.md).
 //
@@ -26,7 +27,7 @@ class TraceError : public std::runtime_error {
 // synth_trace): beyond, a number is a corrupt attribute or a typo, which
 // would otherwise surface as a failed allocation far from its cause.
 struct TraceLimits {
-  static constexpr int max_experts = 1 << 20;  // also keeps validation's per-row marks small
+  static constexpr int max_experts = 1 << 20;         // also keeps validation's per-row marks small
   static constexpr std::int64_t max_width = 1 << 20;  // hidden_size, ffn_size
   static constexpr std::int64_t max_layer_values = std::int64_t(1) << 30;  // tokens * top_k
   static constexpr std::int64_t max_layers = 1 << 16;
@@ -48,8 +49,8 @@ struct Trace {
   std::int64_t hidden_size = 0;  // 0 when unknown
   std::int64_t ffn_size = 0;     // 0 when unknown
   std::int64_t num_tokens = 0;
-  std::vector<TraceLayer> layers;          // sorted by index
-  std::vector<std::int32_t> sequence_id;   // empty when the file has none
+  std::vector<TraceLayer> layers;         // sorted by index
+  std::vector<std::int32_t> sequence_id;  // empty when the file has none
 };
 
 struct TraceReadOptions {

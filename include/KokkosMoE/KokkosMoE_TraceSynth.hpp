@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Synthetic routing traces and expert-load statistics.
 #ifndef KOKKOSMOE_TRACESYNTH_HPP
 #define KOKKOSMOE_TRACESYNTH_HPP
@@ -25,8 +26,8 @@ struct SynthOptions {
   std::int64_t num_tokens = 1024;
   int num_layers = 1;
   SynthDistribution distribution = SynthDistribution::uniform;
-  double zipf_exponent = 1.0;        // s, for zipf
-  std::vector<double> loads;         // E entries, for loads
+  double zipf_exponent = 1.0;  // s, for zipf
+  std::vector<double> loads;   // E entries, for loads
   std::uint64_t seed = 1;
 };
 

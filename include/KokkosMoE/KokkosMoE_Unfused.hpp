@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The unfused expert path: per expert, gather its tokens and run three
 // KokkosBlas::gemm calls (gate, up, down) with SwiGLU and the weighted
 // scatter in between, as a framework would without fused kernels. It is a
@@ -9,7 +10,8 @@
 
 #include <KokkosMoE/KokkosMoE_BuildConfig.hpp>
 #ifndef KOKKOSMOE_ENABLE_KOKKOSKERNELS
-#error "KokkosMoE_Unfused.hpp needs Kokkos Kernels: this KokkosMoE was built without it (KokkosMoE_ENABLE_KOKKOSKERNELS)"
+#error \
+    "KokkosMoE_Unfused.hpp needs Kokkos Kernels: this KokkosMoE was built without it (KokkosMoE_ENABLE_KOKKOSKERNELS)"
 #endif
 #include <KokkosMoE/KokkosMoE_Config.hpp>
 #include <KokkosMoE/KokkosMoE_Math.hpp>
@@ -35,7 +37,8 @@ Kokkos::View<float***, Kokkos::LayoutRight, typename ExecutionSpace::memory_spac
       std::string("KokkosMoE::unfused::") + name, w.extent(0), w.extent(1), w.extent(2));
   Kokkos::parallel_for(
       "KokkosMoE::unfused::widen",
-      Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(0, std::int64_t(w.span())),
+      Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(0,
+                                                                           std::int64_t(w.span())),
       KOKKOS_LAMBDA(std::int64_t i) { f.data()[i] = to_float(w.data()[i]); });
   Kokkos::fence();
   return f;
@@ -90,7 +93,8 @@ class UnfusedExperts {
     auto acc = acc_;
     Kokkos::parallel_for(
         "KokkosMoE::unfused::store",
-        Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(0, num_tokens * config_.hidden_size),
+        Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
+            0, num_tokens * config_.hidden_size),
         KOKKOS_LAMBDA(std::int64_t i) {
           const std::int64_t H = acc.extent(1);
           out(i / H, i % H) = Impl::from_float<Scalar>(acc(i / H, i % H));
@@ -102,34 +106,40 @@ class UnfusedExperts {
   // down GEMM, weighted scatter-add into acc_ (tokens are distinct within an
   // expert, so the scatter has no races).
   void expert(int e, int n, const matrix<const Scalar>& x, const matrix<const float>& weights) {
-    using range      = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>;
-    const int k      = config_.top_k;
-    const auto H     = config_.hidden_size, F = config_.ffn_size;
+    using range = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>;
+    const int k = config_.top_k;
+    const auto H = config_.hidden_size, F = config_.ffn_size;
     const auto first = Kokkos::make_pair(0, n);
     auto rows = rows_;
     auto xe = Kokkos::subview(xe_, first, Kokkos::ALL());
-    auto g  = Kokkos::subview(g_, first, Kokkos::ALL());
-    auto u  = Kokkos::subview(u_, first, Kokkos::ALL());
+    auto g = Kokkos::subview(g_, first, Kokkos::ALL());
+    auto u = Kokkos::subview(u_, first, Kokkos::ALL());
     auto ye = Kokkos::subview(ye_, first, Kokkos::ALL());
     auto acc = acc_;
-    Kokkos::parallel_for("KokkosMoE::unfused::gather", range(0, n * H), KOKKOS_LAMBDA(std::int64_t i) {
-      xe(i / H, i % H) = Impl::to_float(x(rows(i / H) / k, i % H));
-    });
+    Kokkos::parallel_for(
+        "KokkosMoE::unfused::gather", range(0, n * H), KOKKOS_LAMBDA(std::int64_t i) {
+          xe(i / H, i % H) = Impl::to_float(x(rows(i / H) / k, i % H));
+        });
     Kokkos::fence();
-    KokkosBlas::gemm("N", "T", 1.0f, xe, Kokkos::subview(gate_, e, Kokkos::ALL(), Kokkos::ALL()), 0.0f, g);
-    KokkosBlas::gemm("N", "T", 1.0f, xe, Kokkos::subview(up_, e, Kokkos::ALL(), Kokkos::ALL()), 0.0f, u);
+    KokkosBlas::gemm("N", "T", 1.0f, xe, Kokkos::subview(gate_, e, Kokkos::ALL(), Kokkos::ALL()),
+                     0.0f, g);
+    KokkosBlas::gemm("N", "T", 1.0f, xe, Kokkos::subview(up_, e, Kokkos::ALL(), Kokkos::ALL()),
+                     0.0f, u);
     Kokkos::fence();
-    Kokkos::parallel_for("KokkosMoE::unfused::swiglu", range(0, n * F), KOKKOS_LAMBDA(std::int64_t i) {
-      const float gv = g(i / F, i % F);
-      g(i / F, i % F) = gv / (1.0f + Impl::math::exp(-gv)) * u(i / F, i % F);
-    });
+    Kokkos::parallel_for(
+        "KokkosMoE::unfused::swiglu", range(0, n * F), KOKKOS_LAMBDA(std::int64_t i) {
+          const float gv = g(i / F, i % F);
+          g(i / F, i % F) = gv / (1.0f + Impl::math::exp(-gv)) * u(i / F, i % F);
+        });
     Kokkos::fence();
-    KokkosBlas::gemm("N", "T", 1.0f, g, Kokkos::subview(down_, e, Kokkos::ALL(), Kokkos::ALL()), 0.0f, ye);
+    KokkosBlas::gemm("N", "T", 1.0f, g, Kokkos::subview(down_, e, Kokkos::ALL(), Kokkos::ALL()),
+                     0.0f, ye);
     Kokkos::fence();
-    Kokkos::parallel_for("KokkosMoE::unfused::scatter", range(0, n * H), KOKKOS_LAMBDA(std::int64_t i) {
-      const int a = rows(i / H);
-      acc(a / k, i % H) += weights(a / k, a % k) * ye(i / H, i % H);
-    });
+    Kokkos::parallel_for(
+        "KokkosMoE::unfused::scatter", range(0, n * H), KOKKOS_LAMBDA(std::int64_t i) {
+          const int a = rows(i / H);
+          acc(a / k, i % H) += weights(a / k, a % k) * ye(i / H, i % H);
+        });
     Kokkos::fence();
   }
 

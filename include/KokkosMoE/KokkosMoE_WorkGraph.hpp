@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Work enqueued on an execution space instance, recorded once and replayed
 // with one launch: a CUDA graph on CUDA, the work itself elsewhere.
 //
@@ -36,7 +37,7 @@ class WorkGraph {
   template <class Enqueue>
   WorkGraph(const ExecutionSpace&, Enqueue&& enqueue) : enqueue_(std::forward<Enqueue>(enqueue)) {}
   // Movable, not copyable, as on CUDA: code that builds here builds there.
-  WorkGraph(const WorkGraph&)            = delete;
+  WorkGraph(const WorkGraph&) = delete;
   WorkGraph& operator=(const WorkGraph&) = delete;
   WorkGraph(WorkGraph&& o) noexcept : enqueue_(std::exchange(o.enqueue_, nullptr)) {}
 
@@ -108,7 +109,7 @@ class WorkGraph<Kokkos::Cuda> {
   }
 
  private:
-  cudaStream_t stream_    = nullptr;
+  cudaStream_t stream_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
 };
 #endif

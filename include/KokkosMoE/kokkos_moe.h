@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The C interface of KokkosMoE: one MoE layer behind an opaque handle.
  *
  * The layer runs on Kokkos::DefaultExecutionSpace of the library's build
@@ -46,17 +47,17 @@ typedef enum kmoe_routing {
  * are stored as int32_t so that the layout is the same from every language
  * (the Fortran module binds this struct). Fill with kmoe_config_init first. */
 typedef struct kmoe_config {
-  int32_t num_experts;  /* E */
-  int32_t top_k;        /* k */
-  int64_t hidden_size;  /* H */
-  int64_t ffn_size;     /* F */
-  int64_t max_tokens;   /* buffers are sized once for this many tokens */
-  int32_t routing;      /* kmoe_routing */
-  int32_t renormalize;  /* nonzero: the k weights sum to 1 before scaling */
-  int32_t n_group;      /* sigmoid_group_topk: groups of experts */
-  int32_t topk_group;   /* sigmoid_group_topk: groups kept per token */
-  float routed_scaling; /* sigmoid_group_topk: weight multiplier */
-  int32_t dtype;        /* kmoe_dtype: storage of gate/up/down, x and out */
+  int32_t num_experts;     /* E */
+  int32_t top_k;           /* k */
+  int64_t hidden_size;     /* H */
+  int64_t ffn_size;        /* F */
+  int64_t max_tokens;      /* buffers are sized once for this many tokens */
+  int32_t routing;         /* kmoe_routing */
+  int32_t renormalize;     /* nonzero: the k weights sum to 1 before scaling */
+  int32_t n_group;         /* sigmoid_group_topk: groups of experts */
+  int32_t topk_group;      /* sigmoid_group_topk: groups kept per token */
+  float routed_scaling;    /* sigmoid_group_topk: weight multiplier */
+  int32_t dtype;           /* kmoe_dtype: storage of gate/up/down, x and out */
   int32_t batch_invariant; /* nonzero: a token's output bits do not depend on its
                               batch (KokkosMoE::Config::batch_invariant) */
 } kmoe_config;

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """One line of `scripts/gpu.sh perf` per replay: the replay's JSON report
 and the board's samples taken while it ran.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The C interface (include/KokkosMoE/kokkos_moe.h) over
 // KokkosMoE::Layer<Kokkos::DefaultExecutionSpace, Scalar>, the storage type
 // chosen at run time. Host arrays are wrapped in unmanaged views and copied
@@ -122,13 +123,14 @@ class LayerImpl final : public kmoe_layer {
                std::int64_t T) override {
     const std::string who = ids ? "kmoe_forward_routed: " : "kmoe_forward: ";
     if (!state_)
-      throw StateError(who + "the layer's memory was released when Kokkos was finalized; "
-                             "destroy the layer");
+      throw StateError(who +
+                       "the layer's memory was released when Kokkos was finalized; "
+                       "destroy the layer");
     State& s = *state_;
     require(x != nullptr && out != nullptr, (who + "x and out must not be NULL").c_str());
     require(T >= 0 && T <= s.layer.config().max_tokens,
-            (who + "num_tokens = " + std::to_string(T) + " is outside [0, max_tokens = " +
-             std::to_string(s.layer.config().max_tokens) + "]")
+            (who + "num_tokens = " + std::to_string(T) +
+             " is outside [0, max_tokens = " + std::to_string(s.layer.config().max_tokens) + "]")
                 .c_str());
     if (T == 0) return;
     upload(rows(s.x, T), x);
@@ -187,21 +189,22 @@ class LayerImpl final : public kmoe_layer {
 KokkosMoE::Config to_config(const kmoe_config& in) {
   KokkosMoE::Config c;
   c.num_experts = in.num_experts;
-  c.top_k       = in.top_k;
+  c.top_k = in.top_k;
   c.hidden_size = in.hidden_size;
-  c.ffn_size    = in.ffn_size;
-  c.max_tokens  = in.max_tokens;
+  c.ffn_size = in.ffn_size;
+  c.max_tokens = in.max_tokens;
   switch (in.routing) {
     case KMOE_ROUTING_SOFTMAX_TOPK: c.routing = KokkosMoE::RoutingMode::softmax_topk; break;
     case KMOE_ROUTING_SIGMOID_GROUP_TOPK:
       c.routing = KokkosMoE::RoutingMode::sigmoid_group_topk;
       break;
     case KMOE_ROUTING_EXTERNAL: c.routing = KokkosMoE::RoutingMode::external; break;
-    default: throw std::invalid_argument("kmoe_config: unknown routing " + std::to_string(in.routing));
+    default:
+      throw std::invalid_argument("kmoe_config: unknown routing " + std::to_string(in.routing));
   }
-  c.renormalize    = in.renormalize != 0;
-  c.n_group        = in.n_group;
-  c.topk_group     = in.topk_group;
+  c.renormalize = in.renormalize != 0;
+  c.n_group = in.n_group;
+  c.topk_group = in.topk_group;
   c.routed_scaling = in.routed_scaling;
   c.batch_invariant = in.batch_invariant != 0;
   return c;
@@ -249,15 +252,15 @@ extern "C" {
 void kmoe_config_init(kmoe_config* config) {
   if (config == nullptr) return;
   const KokkosMoE::Config d;
-  *config                = kmoe_config{};
-  config->num_experts    = d.num_experts;
-  config->top_k          = d.top_k;
-  config->routing        = KMOE_ROUTING_SOFTMAX_TOPK;
-  config->renormalize    = d.renormalize ? 1 : 0;
-  config->n_group        = d.n_group;
-  config->topk_group     = d.topk_group;
+  *config = kmoe_config{};
+  config->num_experts = d.num_experts;
+  config->top_k = d.top_k;
+  config->routing = KMOE_ROUTING_SOFTMAX_TOPK;
+  config->renormalize = d.renormalize ? 1 : 0;
+  config->n_group = d.n_group;
+  config->topk_group = d.topk_group;
   config->routed_scaling = d.routed_scaling;
-  config->dtype          = KMOE_FP32;
+  config->dtype = KMOE_FP32;
   config->batch_invariant = d.batch_invariant ? 1 : 0;
 }
 
@@ -289,7 +292,8 @@ kmoe_status kmoe_layer_create(const kmoe_config* config, const float* router, co
                               const void* gate, const void* up, const void* down,
                               kmoe_layer** layer) {
   if (config == nullptr || layer == nullptr)
-    return fail(KMOE_ERROR_INVALID_ARGUMENT, "kmoe_layer_create: config and layer must not be NULL");
+    return fail(KMOE_ERROR_INVALID_ARGUMENT,
+                "kmoe_layer_create: config and layer must not be NULL");
   *layer = nullptr;
   if (!Kokkos::is_initialized())
     return fail(KMOE_ERROR_NOT_INITIALIZED, "kmoe_layer_create: Kokkos is not initialized");

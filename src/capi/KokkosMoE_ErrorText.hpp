@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Private: the text of an exception from the layer or from Kokkos as a
 // one-line message. Shared by the C interface (kmoe_last_error) and the
 // drivers (their one-line errors), so that both trim Kokkos' messages the

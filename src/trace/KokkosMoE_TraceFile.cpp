@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reading and writing routing traces (HDF5 format version 1, see
 // docs/trace-format.md) with the HDF5 C API.
 #include <KokkosMoE/KokkosMoE_Trace.hpp>
@@ -206,8 +207,8 @@ std::vector<T> read_rows(const Dataset& d, const char* name, hid_t mem_type, hsi
   if (!mem_space) read_error();
 
   std::vector<T> values(static_cast<std::size_t>(count));
-  if (H5Dread(d.id.get(), mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT,
-              values.data()) < 0)
+  if (H5Dread(d.id.get(), mem_type, mem_space.get(), file_space.get(), H5P_DEFAULT, values.data()) <
+      0)
     read_error();
   return values;
 }
@@ -290,7 +291,8 @@ OpenLayer open_layer(hid_t layers, const std::string& name, std::int64_t top_k, 
     w.fail("attribute 'layer' is " + std::to_string(layer_attr) + ", the group name says " + name);
 
   m.ids = open_dataset(m.group.get(), "expert_ids", H5T_INTEGER, "integer (int32)", w, true);
-  m.weights = open_dataset(m.group.get(), "weights", H5T_FLOAT, "floating point (float32)", w, true);
+  m.weights = open_dataset(m.group.get(), "weights", H5T_FLOAT, "floating point (float32)", w,
+                           true);
   if (m.ids.dims.size() != 2)
     w.fail("dataset 'expert_ids' must be 2-D [tokens, top_k], has shape " +
            shape_string(m.ids.dims));
@@ -298,8 +300,8 @@ OpenLayer open_layer(hid_t layers, const std::string& name, std::int64_t top_k, 
     w.fail("dataset 'expert_ids' has shape " + shape_string(m.ids.dims) + ", expected " +
            std::to_string(top_k) + " columns (top_k)");
   if (m.weights.dims != m.ids.dims)
-    w.fail("dataset 'weights' has shape " + shape_string(m.weights.dims) +
-           ", expert_ids has " + shape_string(m.ids.dims));
+    w.fail("dataset 'weights' has shape " + shape_string(m.weights.dims) + ", expert_ids has " +
+           shape_string(m.ids.dims));
   return m;
 }
 
@@ -326,8 +328,8 @@ RootAttributes read_root_attributes(hid_t root, Trace& trace, const Where& w) {
     w.fail("attribute 'num_experts' is " + std::to_string(a.num_experts) +
            ", must be >= 1 and fit in an int");
   if (a.top_k < 1 || a.top_k > a.num_experts)
-    w.fail("attribute 'top_k' is " + std::to_string(a.top_k) + ", must be in [1, num_experts = " +
-           std::to_string(a.num_experts) + "]");
+    w.fail("attribute 'top_k' is " + std::to_string(a.top_k) +
+           ", must be in [1, num_experts = " + std::to_string(a.num_experts) + "]");
   trace.num_experts = static_cast<int>(a.num_experts);
   trace.top_k = static_cast<int>(a.top_k);
 
@@ -368,8 +370,8 @@ Trace read_trace_impl(const std::string& path, const TraceReadOptions& options) 
   if (!layers) w.fail_hdf5("'/layers' is not a group");
   const std::vector<std::string> names = list_links(layers.get(), w);
   if (static_cast<std::int64_t>(names.size()) != attrs.num_layers)
-    w.fail("attribute 'num_layers' is " + std::to_string(attrs.num_layers) + " but '/layers' holds " +
-           std::to_string(names.size()) + " groups");
+    w.fail("attribute 'num_layers' is " + std::to_string(attrs.num_layers) +
+           " but '/layers' holds " + std::to_string(names.size()) + " groups");
   if (names.empty()) w.fail("'/layers' holds no layer");
 
   // Metadata of every layer (cheap), so that a file with inconsistent layers
@@ -390,7 +392,8 @@ Trace read_trace_impl(const std::string& path, const TraceReadOptions& options) 
                                std::to_string(file_tokens));
 
   const hsize_t rows = options.max_tokens > 0
-                           ? std::min<hsize_t>(file_tokens, static_cast<hsize_t>(options.max_tokens))
+                           ? std::min<hsize_t>(file_tokens,
+                                               static_cast<hsize_t>(options.max_tokens))
                            : file_tokens;
   trace.num_tokens = static_cast<std::int64_t>(rows);
 
@@ -485,7 +488,8 @@ void write_dataset(hid_t loc, const char* name, hid_t file_type, hid_t mem_type,
   const hsize_t dims[2] = {rows, cols};
   H5Handle space(H5Screate_simple(rank, dims, nullptr), H5Sclose);
   H5Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
-  if (!space || !dcpl || H5Pset_obj_track_times(dcpl.get(), false) < 0) error();  // reproducible bytes
+  if (!space || !dcpl || H5Pset_obj_track_times(dcpl.get(), false) < 0)
+    error();       // reproducible bytes
   if (rows > 0) {  // chunk dims must be positive and within the dims
     const hsize_t chunk_rows = std::min<hsize_t>(rows, std::max<hsize_t>(1, 16384 / cols));
     const hsize_t chunk[2] = {chunk_rows, cols};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Private helpers for the HDF5 side of the trace component: an owning wrapper
 // for hid_t so that every early return (and every TraceError) closes what was
 // opened, and a way to quote HDF5's own reason for a failure.

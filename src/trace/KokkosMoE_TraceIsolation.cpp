@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Reading a trace in a forked child process (see KokkosMoE_TraceIsolation.hpp).
 #include "KokkosMoE_TraceIsolation.hpp"
 
@@ -92,8 +93,7 @@ class PipeWriter {
   template <class T>
   void operator()(const std::vector<T>& v) {
     size(v.size());
-    if constexpr (std::is_arithmetic_v<T>)
-      bytes(v.data(), v.size() * sizeof(T));
+    if constexpr (std::is_arithmetic_v<T>) bytes(v.data(), v.size() * sizeof(T));
     else
       for (const T& element : v) visit(*this, element);
   }
@@ -146,8 +146,7 @@ class PipeReader {
   template <class T>
   void operator()(std::vector<T>& v) {
     v.resize(size());
-    if constexpr (std::is_arithmetic_v<T>)
-      bytes(v.data(), v.size() * sizeof(T));
+    if constexpr (std::is_arithmetic_v<T>) bytes(v.data(), v.size() * sizeof(T));
     else
       for (T& element : v) visit(*this, element);
   }
@@ -283,8 +282,7 @@ std::string crash_message(const std::string& path, const std::string& how) {
 
 }  // namespace
 
-Trace read_isolated(const std::string& path, const std::function<Trace()>& read,
-                    double timeout_s) {
+Trace read_isolated(const std::string& path, const std::function<Trace()>& read, double timeout_s) {
   // Without a pipe or a child (out of descriptors or processes) the read
   // still happens, unprotected: isolation is a safety net, not a requirement.
   int fds[2];
@@ -329,7 +327,8 @@ Trace read_isolated(const std::string& path, const std::function<Trace()>& read,
     throw TraceError(crash_message(path, "signal " + std::to_string(WTERMSIG(*status))));
   if (status && WIFEXITED(*status) && WEXITSTATUS(*status) != 0)
     throw TraceError(crash_message(path, "exit status " + std::to_string(WEXITSTATUS(*status))));
-  if (!complete) throw TraceError(crash_message(path, "no complete reply from the reading process"));
+  if (!complete)
+    throw TraceError(crash_message(path, "no complete reply from the reading process"));
   if (tag == kTagError) throw TraceError(message);
   return trace;
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Private: runs a trace reader in a forked child process, so that HDF5
 // crashing or looping forever on a corrupt file (HDF5 1.10 does both on a
 // damaged global heap) becomes a TraceError instead of taking the caller
@@ -20,8 +21,7 @@ namespace Impl {
 // gives a TraceError naming `path`. The child does nothing but `read`, the
 // serialisation and _exit. Where fork is not available (or fails), `read`
 // runs in this process.
-Trace read_isolated(const std::string& path, const std::function<Trace()>& read,
-                    double timeout_s);
+Trace read_isolated(const std::string& path, const std::function<Trace()>& read, double timeout_s);
 
 }  // namespace Impl
 }  // namespace KokkosMoE

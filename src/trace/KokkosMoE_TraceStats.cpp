@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Expert-load statistics of one trace layer: how unevenly the router spreads
 // tokens, the quantity that drives load imbalance in the expert computation.
 #include <KokkosMoE/KokkosMoE_TraceSynth.hpp>
@@ -12,8 +13,7 @@ ExpertLoadStats expert_load_stats(const Trace& trace, const TraceLayer& layer,
                                   std::int64_t num_tokens) {
   const auto k = static_cast<std::size_t>(std::max(trace.top_k, 0));
   const std::int64_t available = k > 0 ? static_cast<std::int64_t>(layer.expert_ids.size() / k) : 0;
-  const std::int64_t tokens =
-      std::min(num_tokens > 0 ? num_tokens : trace.num_tokens, available);
+  const std::int64_t tokens = std::min(num_tokens > 0 ? num_tokens : trace.num_tokens, available);
 
   ExpertLoadStats s;
   s.tokens_per_expert.assign(static_cast<std::size_t>(std::max(trace.num_experts, 0)), 0);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Synthetic routing traces. Only std::mt19937_64 (whose output the standard
 // fixes) and our own arithmetic on its raw draws are used, never the
 // std:: distributions, whose output differs between standard libraries: the
@@ -29,7 +30,8 @@ std::uint64_t uniform_below(std::mt19937_64& rng, std::uint64_t n) {
   const std::uint64_t limit = std::numeric_limits<std::uint64_t>::max() -
                               std::numeric_limits<std::uint64_t>::max() % n;
   std::uint64_t x;
-  do x = rng(); while (x >= limit);
+  do x = rng();
+  while (x >= limit);
   return x % n;
 }
 
@@ -138,7 +140,8 @@ void draw_weights(int k, std::mt19937_64& rng, std::vector<double>& scratch, flo
     sum += scratch[static_cast<std::size_t>(j)];
   }
   std::sort(scratch.begin(), scratch.begin() + k, [](double a, double b) { return a > b; });
-  for (int j = 0; j < k; ++j) out[j] = static_cast<float>(scratch[static_cast<std::size_t>(j)] / sum);
+  for (int j = 0; j < k; ++j)
+    out[j] = static_cast<float>(scratch[static_cast<std::size_t>(j)] / sum);
 }
 
 std::string describe(const SynthOptions& o) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // printable_text: text read from a file, made safe to show on one line
 // (see KokkosMoE_Trace.hpp).
 #include <KokkosMoE/KokkosMoE_Trace.hpp>
@@ -43,8 +44,8 @@ Decoded decode_utf8(std::string_view text, std::size_t i) {
 // separators, and the marks and overrides of bidirectional text (which can
 // make a message read differently from what it says).
 bool invisible_control(std::uint32_t c) {
-  return (c >= 0x80 && c <= 0x9f) || c == 0x200e || c == 0x200f || c == 0x2028 ||
-         c == 0x2029 || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
+  return (c >= 0x80 && c <= 0x9f) || c == 0x200e || c == 0x200f || c == 0x2028 || c == 0x2029 ||
+         (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
 }
 
 }  // namespace

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // In-memory invariants of a routing trace (docs/trace-format.md,
 // "Invariants"). Shared by the reader, the writer and synth_trace's users.
 #include <KokkosMoE/KokkosMoE_Trace.hpp>
@@ -59,8 +60,8 @@ void validate_trace(const Trace& trace, const std::string& where) {
     fail(where, "num_experts is " + std::to_string(trace.num_experts) + ", must be in [1, " +
                     std::to_string(TraceLimits::max_experts) + "]");
   if (trace.top_k < 1 || trace.top_k > trace.num_experts)
-    fail(where, "top_k is " + std::to_string(trace.top_k) + ", must be in [1, num_experts = " +
-                    std::to_string(trace.num_experts) + "]");
+    fail(where, "top_k is " + std::to_string(trace.top_k) +
+                    ", must be in [1, num_experts = " + std::to_string(trace.num_experts) + "]");
   if (trace.hidden_size < 0 || trace.ffn_size < 0)
     fail(where, "hidden_size and ffn_size must be >= 0 (0 when unknown)");
   if (trace.hidden_size > TraceLimits::max_width || trace.ffn_size > TraceLimits::max_width)

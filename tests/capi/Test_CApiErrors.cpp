@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Error paths of the C interface, in one process from Kokkos' start to its
 // end: every bad call returns its status with a message naming the problem,
 // and none crashes (also after the application finalizes Kokkos itself
@@ -114,7 +115,8 @@ int main() {
     for (std::size_t i = 0; i < xs.size(); ++i) xs[i] = float(int(i * 3541 % 101) - 50) / 50;
     std::vector<std::int32_t> bi_ids = {0, 1, 2, 3, 1, 0};
     kmoe_layer* invariant = nullptr;
-    EXPECT_STATUS(kmoe_layer_create(&bi, r.data(), nullptr, g.data(), u.data(), d.data(), &invariant),
+    EXPECT_STATUS(kmoe_layer_create(&bi, r.data(), nullptr, g.data(), u.data(), d.data(),
+                                    &invariant),
                   KMOE_SUCCESS, "");
     EXPECT_STATUS(kmoe_forward_routed(invariant, xs.data(), bi_ids.data(), weights.data(),
                                       o3.data(), 3),

@@ -1,3 +1,4 @@
+! SPDX-License-Identifier: BSD-3-Clause
 ! Error paths of the Fortran wrapper: arrays of the wrong shape, too few
 ! tokens, a second create and 16-bit storage are refused with a status and
 ! a message before any call into C (which sees only addresses).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The error model of kokkos-moe-replay --check (drivers/ReplayCheck.hpp):
 // rows the layer can produce pass at any width, errors it cannot produce
 // fail.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Install test: a consumer of the installed KokkosMoE package runs a forward
 // for every storage type and checks it against the float64 reference of the
 // package (KokkosMoE_Reference.hpp). With the trace component, the routing
@@ -18,11 +19,11 @@
 namespace {
 
 using Space = Kokkos::DefaultExecutionSpace;
-using Mem   = Space::memory_space;
+using Mem = Space::memory_space;
 
 template <class View>
 void fill(const View& v, double scale, unsigned seed) {
-  using T   = typename View::non_const_value_type;
+  using T = typename View::non_const_value_type;
   auto host = Kokkos::create_mirror_view(v);
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> d(-scale, scale);
@@ -37,10 +38,10 @@ bool check(const char* name) {
   using Layer = KokkosMoE::Layer<Space, Scalar>;
   KokkosMoE::Config c;
   c.num_experts = 8;
-  c.top_k       = 2;
+  c.top_k = 2;
   c.hidden_size = 64;
-  c.ffn_size    = 96;
-  c.max_tokens  = 40;
+  c.ffn_size = 96;
+  c.max_tokens = 40;
   const std::int64_t T = 37;
   auto w = Layer::weights_type::allocate(c);
   fill(w.router, 0.125, 1);
@@ -56,22 +57,22 @@ bool check(const char* name) {
   std::iota(tokens.begin(), tokens.end(), 0);
   Kokkos::View<int*, Mem> dev_tokens("tokens", T);
   Kokkos::deep_copy(dev_tokens, Kokkos::View<const int*, Kokkos::HostSpace>(tokens.data(), T));
-  const auto ref = KokkosMoE::reference_experts<Space, Scalar>(
-      Space(), w, x, layer.routing_ids(), layer.routing_weights(), dev_tokens);
+  const auto ref = KokkosMoE::reference_experts<Space, Scalar>(Space(), w, x, layer.routing_ids(),
+                                                               layer.routing_weights(), dev_tokens);
   const double err = KokkosMoE::max_row_relative_error(out, ref, tokens);
   const double tol = KokkosMoE::reference_tolerance<Scalar>();
-  bool ok          = err <= tol;
+  bool ok = err <= tol;
   std::printf("install test %s: forward T=%lld, max error %.2e (tolerance %.1e)", name,
               (long long)T, err, tol);
 
 #ifdef KOKKOSMOE_INSTALL_TEST_TRACE
   KokkosMoE::Trace trace;
-  trace.model       = "install-test";
+  trace.model = "install-test";
   trace.num_experts = c.num_experts;
-  trace.top_k       = c.top_k;
-  trace.num_tokens  = T;
+  trace.top_k = c.top_k;
+  trace.num_tokens = T;
   KokkosMoE::TraceLayer tl;
-  auto ids     = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), layer.routing_ids());
+  auto ids = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), layer.routing_ids());
   auto weights = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), layer.routing_weights());
   tl.expert_ids.assign(ids.data(), ids.data() + T * c.top_k);
   tl.weights.assign(weights.data(), weights.data() + T * c.top_k);
@@ -79,12 +80,12 @@ bool check(const char* name) {
   const std::string path = std::string("install-test-") + name + ".h5";
   KokkosMoE::write_trace(path, trace);
   KokkosMoE::TraceReadOptions options;
-  options.isolate    = false;
-  const auto back    = KokkosMoE::read_trace(path, options);
+  options.isolate = false;
+  const auto back = KokkosMoE::read_trace(path, options);
   const auto& layer0 = back.layers.at(0);
   typename Layer::ids_view rids("ids", T, c.top_k);
   typename Layer::weights_view rweights("weights", T, c.top_k);
-  using HostIds     = Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, Kokkos::HostSpace>;
+  using HostIds = Kokkos::View<const std::int32_t**, Kokkos::LayoutRight, Kokkos::HostSpace>;
   using HostWeights = Kokkos::View<const float**, Kokkos::LayoutRight, Kokkos::HostSpace>;
   Kokkos::deep_copy(rids, HostIds(layer0.expert_ids.data(), T, c.top_k));
   Kokkos::deep_copy(rweights, HostWeights(layer0.weights.data(), T, c.top_k));

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The two readers. In-process is the default (a library must not fork an
 // application that holds MPI state or a CUDA context); the isolated reader
 // reads in a child process: a corrupt file gives a TraceError naming it,
@@ -51,7 +52,8 @@ Trace small_trace(std::int64_t tokens) {
   Trace t = synth_trace(o);
   t.source = "unit test";
   t.note = "isolated read";
-  for (std::int64_t i = 0; i < tokens; ++i) t.sequence_id.push_back(static_cast<std::int32_t>(i / 16));
+  for (std::int64_t i = 0; i < tokens; ++i)
+    t.sequence_id.push_back(static_cast<std::int32_t>(i / 16));
   return t;
 }
 
@@ -84,10 +86,8 @@ class ScopedEnv {
     ::setenv(name, value, 1);
   }
   ~ScopedEnv() {
-    if (old_)
-      ::setenv(name_, old_->c_str(), 1);
-    else
-      ::unsetenv(name_);
+    if (old_) ::setenv(name_, old_->c_str(), 1);
+    else ::unsetenv(name_);
   }
 
  private:
@@ -174,8 +174,9 @@ TEST(TraceIsolation, SameErrorAsInProcess) {
   write_raw_trace(nan, r);
   TraceReadOptions absent_layer;
   absent_layer.layers = {5};
-  const std::pair<std::string, TraceReadOptions> cases[] = {
-      {missing, {}}, {nan, {}}, {nan, absent_layer}};
+  const std::pair<std::string, TraceReadOptions> cases[] = {{missing, {}},
+                                                            {nan, {}},
+                                                            {nan, absent_layer}};
   for (const auto& c : cases) {
     const std::string& path = c.first;  // not a structured binding: lambdas capture it
     const TraceReadOptions& options = c.second;
@@ -202,7 +203,9 @@ TEST(TraceIsolation, LargeTraceCrossesThePipe) {
     }
     big.layers.push_back(std::move(layer));
   }
-  expect_same_trace(Impl::read_isolated("big.h5", [&] { return big; }, 60), big);
+  expect_same_trace(Impl::read_isolated(
+                        "big.h5", [&] { return big; }, 60),
+                    big);
   expect_no_children();
 }
 
@@ -224,7 +227,8 @@ TEST(TraceIsolation, EnvironmentVariables) {
 TEST(TraceIsolation, ErrorsKeepTheirMessage) {
   const auto fail_with = [](auto error) {
     return trace_error_of([&] {
-      Impl::read_isolated("x.h5", [&]() -> Trace { throw error; }, 10);
+      Impl::read_isolated(
+          "x.h5", [&]() -> Trace { throw error; }, 10);
     });
   };
   EXPECT_EQ(fail_with(TraceError("x.h5: layer 3: boom")), "x.h5: layer 3: boom");
@@ -236,7 +240,13 @@ TEST(TraceIsolation, ChildCrashIsATraceError) {
   const int signals[] = {SIGSEGV, SIGBUS, SIGABRT};
   for (int sig : signals) {
     const std::string message = trace_error_of([&] {
-      Impl::read_isolated("x.h5", [&]() -> Trace { std::raise(sig); return {}; }, 10);
+      Impl::read_isolated(
+          "x.h5",
+          [&]() -> Trace {
+            std::raise(sig);
+            return {};
+          },
+          10);
     });
     EXPECT_EQ(message, "x.h5: HDF5 failed while reading the file (signal " + std::to_string(sig) +
                            "): the file is corrupt or truncated");
@@ -249,11 +259,14 @@ TEST(TraceIsolation, ChildPrintsNothing) {
   // should see only the TraceError.
   ::testing::internal::CaptureStderr();
   const std::string message = trace_error_of([] {
-    Impl::read_isolated("x.h5", []() -> Trace {
-      const char noise[] = "free(): invalid pointer\n";
-      (void)!::write(STDERR_FILENO, noise, sizeof noise - 1);
-      std::abort();
-    }, 10);
+    Impl::read_isolated(
+        "x.h5",
+        []() -> Trace {
+          const char noise[] = "free(): invalid pointer\n";
+          (void)!::write(STDERR_FILENO, noise, sizeof noise - 1);
+          std::abort();
+        },
+        10);
   });
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
   EXPECT_NE(message.find("(signal " + std::to_string(SIGABRT) + ")"), std::string::npos) << message;
@@ -262,7 +275,8 @@ TEST(TraceIsolation, ChildPrintsNothing) {
 
 TEST(TraceIsolation, ChildExitIsATraceError) {
   const std::string message = trace_error_of([] {
-    Impl::read_isolated("x.h5", []() -> Trace { ::_exit(7); }, 10);
+    Impl::read_isolated(
+        "x.h5", []() -> Trace { ::_exit(7); }, 10);
   });
   EXPECT_NE(message.find("x.h5: HDF5 failed while reading the file (exit status 7)"),
             std::string::npos)
@@ -272,7 +286,12 @@ TEST(TraceIsolation, ChildExitIsATraceError) {
 
 TEST(TraceIsolation, ChildHangIsATraceError) {
   const std::string message = trace_error_of([] {
-    Impl::read_isolated("x.h5", []() -> Trace { for (;;) ::pause(); }, 0.2);
+    Impl::read_isolated(
+        "x.h5",
+        []() -> Trace {
+          for (;;) ::pause();
+        },
+        0.2);
   });
   EXPECT_NE(message.find("x.h5: HDF5 did not finish reading the file within 0.2 s"),
             std::string::npos)
@@ -323,12 +342,9 @@ TEST(TraceCorrupt, RandomByteChangesNeverCrash) {
       const std::string message = e.what();
       EXPECT_EQ(message.rfind(path + ": ", 0), 0u) << message;
       EXPECT_EQ(message.find('\n'), std::string::npos) << message;
-      if (message.find("HDF5 failed while reading") != std::string::npos)
-        ++crashes;
-      else if (message.find("HDF5 did not finish") != std::string::npos)
-        ++hangs;
-      else
-        ++errors;
+      if (message.find("HDF5 failed while reading") != std::string::npos) ++crashes;
+      else if (message.find("HDF5 did not finish") != std::string::npos) ++hangs;
+      else ++errors;
     } catch (const std::exception& e) {
       ADD_FAILURE() << "not a TraceError: " << e.what();
     }

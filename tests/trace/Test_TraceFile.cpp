@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // read_trace / write_trace: round trips, and one test per malformed file,
 // each checking that the TraceError names the file and the layer, with both
 // readers (in-process and isolated: HDF5 reports these files as errors, so
@@ -448,11 +449,14 @@ void write_many_layers(const std::string& path, int n) {
   const hsize_t dims[2] = {0, 1};
   const hid_t space = H5Screate_simple(2, dims, nullptr);
   for (int l = 0; l < n; ++l) {
-    const hid_t g = H5Gcreate2(layers, std::to_string(l).c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t g = H5Gcreate2(layers, std::to_string(l).c_str(), H5P_DEFAULT, H5P_DEFAULT,
+                               H5P_DEFAULT);
     check(g >= 0, "layer group");
     write_int_attr(g, "layer", l, H5T_STD_I64LE);
-    const hid_t ids = H5Dcreate2(g, "expert_ids", H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
-    const hid_t weights = H5Dcreate2(g, "weights", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t ids = H5Dcreate2(g, "expert_ids", H5T_STD_I32LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                                 H5P_DEFAULT);
+    const hid_t weights = H5Dcreate2(g, "weights", H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT,
+                                     H5P_DEFAULT);
     check(ids >= 0 && weights >= 0, "datasets");
     H5Dclose(ids);
     H5Dclose(weights);
@@ -476,7 +480,8 @@ TEST(TraceFile, ManyLayersReadInLinearTime) {
   opt.layers = {n - 1};  // every layer's metadata is still read and checked
   const auto start = std::chrono::steady_clock::now();
   const Trace t = read_trace(path, opt);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   ASSERT_EQ(t.layers.size(), 1u);
   EXPECT_EQ(t.layers[0].index, n - 1);
   EXPECT_EQ(t.num_tokens, 0);

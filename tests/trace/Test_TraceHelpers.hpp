@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Helpers for the trace tests: a scratch directory, a writer that builds trace
 // files with the HDF5 C API directly (so that every field can be made wrong,
 // which write_trace would refuse), and a check on TraceError messages.
@@ -49,14 +50,14 @@ class ScratchDir {
 // Description of a raw trace file; the defaults make a valid one
 // (E = 8, k = 2, 4 tokens, layers 3 and 7), each test breaks one thing.
 struct RawLayer {
-  std::string name;                    // group name under /layers
-  std::optional<std::int64_t> layer;   // the group's `layer` attribute
-  std::vector<hsize_t> dims;           // of both datasets
-  hid_t ids_type = H5T_STD_I32LE;      // file type of expert_ids
+  std::string name;                   // group name under /layers
+  std::optional<std::int64_t> layer;  // the group's `layer` attribute
+  std::vector<hsize_t> dims;          // of both datasets
+  hid_t ids_type = H5T_STD_I32LE;     // file type of expert_ids
   std::vector<std::int32_t> ids;
   std::vector<float> weights;
   std::optional<std::vector<hsize_t>> weights_dims;  // when it differs from dims
-  bool write_data = true;              // false: datasets created, never written
+  bool write_data = true;                            // false: datasets created, never written
 };
 
 struct RawTrace {
@@ -175,10 +176,8 @@ inline void write_raw_trace(const std::string& path, const RawTrace& r) {
     if (v) write_int_attr(obj, name, *v, r.int_attr_type);
   };
   if (r.format) write_string_attr(file, "format", *r.format, r.fixed_length_strings);
-  if (r.version_as_string)
-    write_string_attr(file, "version", "1", r.fixed_length_strings);
-  else
-    int_attr(file, "version", r.version);
+  if (r.version_as_string) write_string_attr(file, "version", "1", r.fixed_length_strings);
+  else int_attr(file, "version", r.version);
   write_string_attr(file, "model", r.model, r.fixed_length_strings);
   write_string_attr(file, "source", "unit test", r.fixed_length_strings);
   write_string_attr(file, "note", "", r.fixed_length_strings);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // The real traces in ../shared/traces (when that directory exists) must read
 // and validate, and look like what FORMAT.md says they are.
 #include <KokkosMoE/KokkosMoE_TraceSynth.hpp>
@@ -22,8 +23,7 @@ void check_shared_trace(const std::string& name, int E, int k, std::int64_t T, s
   EXPECT_EQ(t.top_k, k);
   EXPECT_EQ(t.num_tokens, T);
   EXPECT_EQ(t.layers.size(), L);
-  for (const TraceLayer& l : t.layers)
-    EXPECT_GE(expert_load_stats(t, l).busiest_over_mean, 1.0);
+  for (const TraceLayer& l : t.layers) EXPECT_GE(expert_load_stats(t, l).busiest_over_mean, 1.0);
 
   TraceReadOptions opt;  // a partial read of the same file
   opt.layers = {t.layers.back().index};
@@ -36,7 +36,9 @@ void check_shared_trace(const std::string& name, int E, int k, std::int64_t T, s
 #endif
 }
 
-TEST(TraceShared, GptOss20bDecode) { check_shared_trace("gpt-oss-20b-decode.h5", 32, 4, 22140, 24); }
+TEST(TraceShared, GptOss20bDecode) {
+  check_shared_trace("gpt-oss-20b-decode.h5", 32, 4, 22140, 24);
+}
 
 TEST(TraceShared, DeepseekV3Decode) {
   check_shared_trace("deepseek-v3-decode-sampled.h5", 256, 8, 512, 58);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // synth_trace and expert_load_stats.
 #include <KokkosMoE/KokkosMoE_TraceSynth.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // printable_text: what every message and report quotes from a file.
 #include <KokkosMoE/KokkosMoE_Trace.hpp>
 
@@ -20,21 +21,32 @@ TEST(TraceText, PlainTextIsUnchanged) {
 TEST(TraceText, ControlCharactersAreEscaped) {
   EXPECT_EQ(printable_text("a\nb\tc\rd"), "a\\nb\\tc\\rd");
   EXPECT_EQ(printable_text("\x1b[31mred\x1b[0m"), "\\x1b[31mred\\x1b[0m");
-  EXPECT_EQ(printable_text(std::string("nul\0bel\x07" "del\x7f", 12)), "nul\\x00bel\\x07del\\x7f");
+  EXPECT_EQ(printable_text(std::string("nul\0bel\x07"
+                                       "del\x7f",
+                                       12)),
+            "nul\\x00bel\\x07del\\x7f");
   EXPECT_EQ(printable_text("back\\slash"), "back\\\\slash");
   // Unicode that terminals act on: C1 CSI, line separator, right-to-left override.
-  EXPECT_EQ(printable_text("\xc2\x9b" "2J"), "\\u009b2J");
-  EXPECT_EQ(printable_text("a\xe2\x80\xa8" "b"), "a\\u2028b");
-  EXPECT_EQ(printable_text("\xe2\x80\xae" "txt.exe"), "\\u202etxt.exe");
+  EXPECT_EQ(printable_text("\xc2\x9b"
+                           "2J"),
+            "\\u009b2J");
+  EXPECT_EQ(printable_text("a\xe2\x80\xa8"
+                           "b"),
+            "a\\u2028b");
+  EXPECT_EQ(printable_text("\xe2\x80\xae"
+                           "txt.exe"),
+            "\\u202etxt.exe");
 }
 
 TEST(TraceText, InvalidUtf8IsEscapedByteByByte) {
   EXPECT_EQ(printable_text("\xff\xfe"), "\\xff\\xfe");
-  EXPECT_EQ(printable_text("cut \xe2\x82"), "cut \\xe2\\x82");           // truncated sequence
-  EXPECT_EQ(printable_text("\xc0\xaf"), "\\xc0\\xaf");                   // overlong '/'
-  EXPECT_EQ(printable_text("\xed\xa0\x80"), "\\xed\\xa0\\x80");          // a surrogate
+  EXPECT_EQ(printable_text("cut \xe2\x82"), "cut \\xe2\\x82");            // truncated sequence
+  EXPECT_EQ(printable_text("\xc0\xaf"), "\\xc0\\xaf");                    // overlong '/'
+  EXPECT_EQ(printable_text("\xed\xa0\x80"), "\\xed\\xa0\\x80");           // a surrogate
   EXPECT_EQ(printable_text("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // beyond U+10FFFF
-  EXPECT_EQ(printable_text("\x80" "a"), "\\x80a");                      // stray continuation
+  EXPECT_EQ(printable_text("\x80"
+                           "a"),
+            "\\x80a");  // stray continuation
 }
 
 TEST(TraceText, LongTextIsCutWithItsSize) {

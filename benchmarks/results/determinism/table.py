@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Bitwise determinism and the cost of Config::batch_invariant on the GPU.
 
     table.py merge RUN_DIR --date D --commit C --device NAME --command CMD > h200.json

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 cd "$(dirname "$0")"; export LD_LIBRARY_PATH=$PWD/lib:/usr/local/cuda/lib64
 which nsys ncu
 for spec in "gpt-oss-20b-decode 1" "qwen2-zipf0.5-4096 1" "mixtral-uniform-4096 1" "gpt-oss-20b-decode 8"; do set -- $spec

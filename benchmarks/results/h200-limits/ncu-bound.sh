@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 cd "$(dirname "$0")"; export LD_LIBRARY_PATH=$PWD/lib:/usr/local/cuda/lib64
 M=gpu__time_duration.sum,dram__bytes_read.sum,lts__t_bytes.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed,l1tex__m_xbar2l1tex_read_bytes.sum,smsp__cycles_active.avg.pct_of_peak_sustained_elapsed
 for K in GateUp Down; do for spec in "mixtral-uniform-4096 4096" "mixtral-uniform-4096 512" "qwen2-zipf0.5-4096 4096" "deepseek-zipf0.5-4096 4096"; do set -- $spec

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 cd "$(dirname "$0")"; export LD_LIBRARY_PATH=$PWD/lib:/usr/local/cuda/lib64
 ncu --query-metrics 2>/dev/null | grep -iE "gmma|pipe_tensor|xbar2l1tex|shared_op|pipe_shared|mio" | head -30
 for spec in "mixtral-uniform-4096 4096" "qwen2-zipf0.5-4096 4096"; do set -- $spec

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Host speed of the layer with 16-deep host tiles (the depth that fits the
 32 KiB of team scratch Kokkos >= 5.1 gives on host backends) against 32-deep
 ones, as a Markdown table from the Google Benchmark JSON beside this file:

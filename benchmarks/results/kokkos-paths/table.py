@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """The CUDA path each Kokkos gives, as a Markdown table from h200.json
 (beside this file): forward time (CUDA graph replay, median) of each
 variant at each point, and its slowdown against the fast path (A).
