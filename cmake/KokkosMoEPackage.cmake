@@ -1,9 +1,11 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs the CMake package of KokkosMoE: one export set per component, so
 # that the layer alone needs neither HDF5 nor a Fortran compiler.
 #
 #   KokkosMoETargets.cmake         KokkosMoE::moe, KokkosMoE::moe_c   (always)
 #   KokkosMoETraceTargets.cmake    KokkosMoE::trace                   (component trace)
 #   KokkosMoEFortranTargets.cmake  KokkosMoE::moe_fortran             (component fortran)
+#   KokkosMoEEpTargets.cmake       KokkosMoE::ep (MPI)                (component ep)
 include(CMakePackageConfigHelpers)
 set(KokkosMoE_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/KokkosMoE)
 
@@ -17,6 +19,15 @@ endif()
 if(KokkosMoE_ENABLE_FORTRAN)
   install(EXPORT KokkosMoEFortranTargets NAMESPACE KokkosMoE:: DESTINATION ${KokkosMoE_INSTALL_CMAKEDIR})
   list(APPEND KOKKOSMOE_COMPONENTS fortran)
+endif()
+if(KokkosMoE_ENABLE_MPI)
+  install(EXPORT KokkosMoEEpTargets NAMESPACE KokkosMoE:: DESTINATION ${KokkosMoE_INSTALL_CMAKEDIR})
+  list(APPEND KOKKOSMOE_COMPONENTS ep)
+  set(_kmoe_ep_header_pattern "")
+else()
+  # Without the component its header would include a generated header that
+  # is not installed.
+  set(_kmoe_ep_header_pattern PATTERN "KokkosMoE_ExpertParallel.hpp" EXCLUDE)
 endif()
 
 # Hints for the consumer's find_dependency calls: the same Kokkos and Kokkos
@@ -35,4 +46,5 @@ install(FILES ${PROJECT_BINARY_DIR}/KokkosMoEConfig.cmake
 
 # Public headers (the trace headers need nothing beyond the standard library).
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/KokkosMoE
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h")
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h"
+        ${_kmoe_ep_header_pattern})

@@ -1,8 +1,13 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // kokkos-moe-replay: replays the routing of a recorded trace through the MoE
 // layer (external routing) and reports speed, traffic and correctness.
 //
 // Exit codes: 0 success (and, with --check, error within tolerance),
 // 1 check failed or run error, 2 bad command line, 3 invalid trace.
+//
+// --ep (builds with KokkosMoE_ENABLE_MPI): the same replay on the ranks of
+// an MPI job, the experts and each batch's tokens split across them
+// (ReplayExpertParallel.hpp).
 #include <KokkosMoE/KokkosMoE_Layer.hpp>
 #include <KokkosMoE/KokkosMoE_Reference.hpp>
 #include <KokkosMoE/KokkosMoE_Trace.hpp>
@@ -11,7 +16,11 @@
 #include "DriverArgs.hpp"
 #include "ModelPresets.hpp"
 #include "ReplayCheck.hpp"
+#include "ReplayInputs.hpp"
 #include "ReplayReport.hpp"
+#ifdef KOKKOSMOE_REPLAY_EXPERT_PARALLEL
+#include "ReplayExpertParallel.hpp"
+#endif
 // One-line messages from Kokkos' exceptions, as the C interface gives them.
 #include "KokkosMoE_ErrorText.hpp"
 
@@ -25,31 +34,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-namespace KokkosMoE {
-namespace Driver {
-using Space  = Kokkos::DefaultExecutionSpace;
-
-// Deterministic uniform values in [-scale, scale) from a counter hash, the
-// same on every backend and independent of the thread count.
-template <class View>
-void fill_hashed(const View& v, std::uint64_t seed, float scale) {
-  using T = typename View::non_const_value_type;
-  T* data = v.data();
-  Kokkos::parallel_for(
-      "kokkos-moe-replay::fill", Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(0, v.span()),
-      KOKKOS_LAMBDA(std::int64_t i) {
-        std::uint64_t z = seed * 0x9e3779b97f4a7c15ull + std::uint64_t(i);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        z ^= z >> 31;
-        const float u = float(z >> 40) * (1.0f / 16777216.0f);  // [0, 1)
-        data[i] = T((2.0f * u - 1.0f) * scale);
-      });
-}
-
-}  // namespace Driver
-}  // namespace KokkosMoE
 
 namespace {
 
@@ -80,7 +64,12 @@ const char* const kUsageTail =
     "  --reader isolated|in-process\n"
     "                         read the trace in a child process, so that HDF5 crashing\n"
     "                         on a corrupt file is an error, not a crash (default), or in\n"
-    "                         this process\n"
+    "                         this process (the default with --ep)\n"
+    "  --ep                   expert parallelism, under mpiexec -np P: the experts and each\n"
+    "                         batch's tokens split over the ranks (builds with MPI only)\n"
+    "  --ep-capacity N        rows a rank may receive per forward (default: the worst case)\n"
+    "  --ep-gpu-aware detect|yes|no\n"
+    "                         whether MPI takes device buffers (default detect)\n"
     "Kokkos options (--kokkos-threads=N with Kokkos 3, --kokkos-num-threads=N with\n"
     "Kokkos 4, ...) are passed to Kokkos.\n";
 
@@ -93,6 +82,10 @@ struct Options {
   std::uint64_t seed = 1;
   bool check = false, check_bits = false, batch_invariant = false;
   bool isolate = true;  // --reader
+  bool reader_given = false;
+  bool ep = false;  // --ep
+  std::int64_t ep_capacity = 0;
+  std::string ep_gpu_aware = "detect";
 };
 
 Options parse(int argc, char** argv) {
@@ -105,7 +98,8 @@ Options parse(int argc, char** argv) {
       const std::string v = args.value(a);
       o.layers.clear();
       if (v != "all")
-        o.layers = parse_comma_list(v, [&](const std::string& l) { return parse_small_int(l, a, 0); });
+        o.layers = parse_comma_list(v,
+                                    [&](const std::string& l) { return parse_small_int(l, a, 0); });
     } else if (a == "--tokens") o.batch = parse_int(args.value(a), a, 1);
     else if (a == "--max-tokens") o.max_tokens = parse_int(args.value(a), a, 1);
     else if (a == "--model") o.model = args.value(a);
@@ -122,7 +116,10 @@ Options parse(int argc, char** argv) {
     else if (a == "--json") {
       o.json = args.value(a);
       if (o.json.empty()) throw UsageError("--json: needs a file name, got ''");
-    } else if (a == "--reader") o.isolate = parse_reader(args.value(a), a);
+    } else if (a == "--reader") o.isolate = parse_reader(args.value(a), a), o.reader_given = true;
+    else if (a == "--ep") args.no_value(a), o.ep = true;
+    else if (a == "--ep-capacity") o.ep_capacity = parse_int(args.value(a), a, 1);
+    else if (a == "--ep-gpu-aware") o.ep_gpu_aware = args.value(a);
     else if (a.rfind("-", 0) == 0) throw UsageError("unknown option '" + a + "' (see --help)");
     else if (o.trace.empty()) o.trace = a;
     else throw UsageError("expects one trace file, got '" + o.trace + "' and '" + a + "'");
@@ -130,6 +127,15 @@ Options parse(int argc, char** argv) {
   if (o.trace.empty()) throw UsageError("missing TRACE.h5 (see --help)");
   if (o.dtype != "bf16" && o.dtype != "fp16" && o.dtype != "fp32")
     throw UsageError("--dtype: '" + o.dtype + "' is not one of bf16, fp16, fp32");
+#ifndef KOKKOSMOE_REPLAY_EXPERT_PARALLEL
+  if (o.ep)
+    throw UsageError("--ep: this kokkos-moe-replay was built without MPI (KokkosMoE_ENABLE_MPI)");
+#endif
+  if (o.ep && o.check_bits) throw UsageError("--check-bits is not available with --ep");
+  if (o.ep_gpu_aware != "detect" && o.ep_gpu_aware != "yes" && o.ep_gpu_aware != "no")
+    throw UsageError("--ep-gpu-aware: '" + o.ep_gpu_aware + "' is not one of detect, yes, no");
+  // Forking an MPI process is unsafe with some transports.
+  if (o.ep && !o.reader_given) o.isolate = false;
   if (!o.model.empty() && !find_preset(o.model))
     throw UsageError("--model: unknown preset '" + o.model + "' (" + preset_names() + ")");
   // Found now, not after the replays: appending creates the file and
@@ -140,27 +146,31 @@ Options parse(int argc, char** argv) {
 }
 
 using Memory = Space::memory_space;
+// Whether this process prints errors: not the ranks other than 0 of an --ep
+// run (every rank has the same error; rank 0 says it once).
+bool reports_errors = true;
 constexpr bool on_host = Kokkos::SpaceAccessibility<Kokkos::HostSpace, Memory>::accessible;
 
 // The model shape: trace attributes, then the preset, then the options.
 Shape resolve_shape(const Options& o, const Trace& trace) {
   Shape s;
   s.experts = trace.num_experts;
-  s.top_k   = trace.top_k;
-  s.hidden  = trace.hidden_size;
-  s.ffn     = trace.ffn_size;
+  s.top_k = trace.top_k;
+  s.hidden = trace.hidden_size;
+  s.ffn = trace.ffn_size;
   const Preset* p = find_preset(o.model.empty() ? trace.model : o.model);
   if (p && !o.model.empty() && (p->experts != s.experts || p->top_k != s.top_k))
-    throw UsageError("--model " + o.model + " has E=" + std::to_string(p->experts) + ", k=" +
-                     std::to_string(p->top_k) + " but the trace has E=" + std::to_string(s.experts) +
-                     ", k=" + std::to_string(s.top_k));
+    throw UsageError("--model " + o.model + " has E=" + std::to_string(p->experts) +
+                     ", k=" + std::to_string(p->top_k) + " but the trace has E=" +
+                     std::to_string(s.experts) + ", k=" + std::to_string(s.top_k));
   if (p && (s.hidden == 0 || !o.model.empty())) s.hidden = p->hidden;
   if (p && (s.ffn == 0 || !o.model.empty())) s.ffn = p->ffn;
   if (o.hidden) s.hidden = o.hidden;
   if (o.ffn) s.ffn = o.ffn;
   if (s.hidden <= 0 || s.ffn <= 0)
     throw UsageError("the trace does not give the model shape and no preset matches '" +
-                     printable_text(trace.model) + "': pass --hidden H and --ffn F (or --model NAME)");
+                     printable_text(trace.model) +
+                     "': pass --hidden H and --ffn F (or --model NAME)");
   // Host backends run a reduced model unless the shape was given: the full
   // models need tens of GB of weights and minutes per forward on a CPU.
   s.reduce = o.reduce ? o.reduce : 1;
@@ -197,13 +207,13 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
 
   Config c;
   c.num_experts = s.experts;
-  c.top_k       = k;
+  c.top_k = k;
   c.hidden_size = s.hidden;
-  c.ffn_size    = s.ffn;
-  c.max_tokens  = batch;
-  c.routing     = RoutingMode::external;
+  c.ffn_size = s.ffn;
+  c.max_tokens = batch;
+  c.routing = RoutingMode::external;
   c.batch_invariant = o.batch_invariant;
-  auto w        = Weights<Scalar, Memory>::allocate(c);
+  auto w = Weights<Scalar, Memory>::allocate(c);
   const std::uint64_t seed = o.seed * 1000003ull + std::uint64_t(tl.index) * 16;
   fill_hashed(w.gate, seed + 1, 2.0f / std::sqrt(float(s.hidden)));
   fill_hashed(w.up, seed + 2, 2.0f / std::sqrt(float(s.hidden)));
@@ -217,7 +227,7 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
 
   LayerReport r;
   r.index = tl.index;
-  r.load  = expert_load_stats(trace, tl, T);
+  r.load = expert_load_stats(trace, tl, T);
   ErrorModel model;
   model.storage_epsilon = ScalarTraits<Scalar>::epsilon;
   model.floor = reference_tolerance<Scalar>();
@@ -239,10 +249,10 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
     const std::int64_t n = std::min(batch, T - t0);
     // The batch's routing, rows t0..t0+n of the trace, and fresh hidden states.
     auto hid = Kokkos::create_mirror_view(ids);
-    auto hw  = Kokkos::create_mirror_view(rw);
+    auto hw = Kokkos::create_mirror_view(rw);
     for (std::int64_t i = 0; i < n * k; ++i) {
       hid.data()[i] = tl.expert_ids[t0 * k + i];
-      hw.data()[i]  = tl.weights[t0 * k + i];
+      hw.data()[i] = tl.weights[t0 * k + i];
     }
     Kokkos::deep_copy(ids, hid);
     Kokkos::deep_copy(rw, hw);
@@ -257,29 +267,33 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
     const WorkGraph<Space> graph(exec, [&, n] { layer.forward(x, ids, rw, out, n); });
     for (int i = 0; i < warmup + repeat; ++i) {
       StageTimes st;
-      st.dispatch     = seconds([&] { layer.dispatch(ids, n); });
-      st.gate_up      = seconds([&] { layer.gate_up(x, n); });
+      st.dispatch = seconds([&] { layer.dispatch(ids, n); });
+      st.gate_up = seconds([&] { layer.gate_up(x, n); });
       st.down_combine = seconds([&] { layer.down_combine(rw, out, n); });
-      st.total        = seconds([&] { layer.forward(x, ids, rw, out, n); });
-      st.graph        = seconds([&] { graph.launch(); });
+      st.total = seconds([&] { layer.forward(x, ids, rw, out, n); });
+      st.graph = seconds([&] { graph.launch(); });
       if (i >= warmup) r.add(st, traffic);
     }
-    if (layer.invalid_ids() != 0) throw std::runtime_error("routing ids outside [0, E) reached the layer");
+    if (layer.invalid_ids() != 0)
+      throw std::runtime_error("routing ids outside [0, E) reached the layer");
 
     // Up to 16 tokens per batch, spread over it.
     std::vector<int> sample;
-    for (std::int64_t i = 0; i < std::min<std::int64_t>(16, n); ++i) sample.push_back(int(i * n / std::min<std::int64_t>(16, n)));
+    for (std::int64_t i = 0; i < std::min<std::int64_t>(16, n); ++i)
+      sample.push_back(int(i * n / std::min<std::int64_t>(16, n)));
     if (o.check) {
       // The sample against float64; each row within the tolerance of its
       // own error bound (ReplayCheck.hpp).
       Kokkos::View<int*, Memory> tokens("tokens", sample.size());
-      Kokkos::deep_copy(tokens, Kokkos::View<int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(sample.data(), sample.size()));
+      Kokkos::deep_copy(tokens, Kokkos::View<int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
+                                    sample.data(), sample.size()));
       Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> rss;
       auto ref = reference_experts<Space, Scalar>(Space(), w, x, ids, rw, tokens, &rss);
       auto host_out = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
       std::vector<double> row(std::size_t(s.hidden));
       for (std::size_t i = 0; i < sample.size(); ++i) {
-        for (std::int64_t c = 0; c < s.hidden; ++c) row[c] = double(Impl::to_float(host_out(sample[i], c)));
+        for (std::int64_t c = 0; c < s.hidden; ++c)
+          row[c] = double(Impl::to_float(host_out(sample[i], c)));
         worst = worse(worst, check_row(row.data(), &ref(i, 0), &rss(i, 0), row.size(), model));
       }
       r.checked_tokens += std::int64_t(sample.size());
@@ -308,28 +322,65 @@ std::string human_bytes(double bytes) {
 std::string allocation_failure(const Shape& s, std::int64_t batch, const std::string& dtype,
                                std::size_t scalar_bytes, int layer, const std::exception& e) {
   const double weights = 3.0 * s.experts * double(s.hidden) * double(s.ffn) * double(scalar_bytes);
-  const double tokens = double(batch) * double(s.top_k) * double(std::max(s.hidden, s.ffn)) * double(scalar_bytes);
-  return "out of memory replaying layer " + std::to_string(layer) + " with E=" +
-         std::to_string(s.experts) + " k=" + std::to_string(s.top_k) + " H=" + std::to_string(s.hidden) +
-         " F=" + std::to_string(s.ffn) + ", " + dtype + ", batches of " + std::to_string(batch) +
+  const double tokens = double(batch) * double(s.top_k) * double(std::max(s.hidden, s.ffn)) *
+                        double(scalar_bytes);
+  return "out of memory replaying layer " + std::to_string(layer) +
+         " with E=" + std::to_string(s.experts) + " k=" + std::to_string(s.top_k) +
+         " H=" + std::to_string(s.hidden) + " F=" + std::to_string(s.ffn) + ", " + dtype +
+         ", batches of " + std::to_string(batch) +
          " tokens (expert weights 3 x E x F x H = " + human_bytes(weights) +
          ", activations batch x k x max(H, F) = " + human_bytes(tokens) +
          "; see --hidden, --ffn, --reduce, --tokens): " + Impl::one_line_message(e.what());
 }
 
+// Tokens replayed and the batch size, from the options and the trace.
+std::int64_t replayed_tokens(const Options& o, const Trace& trace) {
+  return o.max_tokens ? std::min(o.max_tokens, trace.num_tokens) : trace.num_tokens;
+}
+std::int64_t batch_size(const Options& o, std::int64_t tokens) {
+  return std::max<std::int64_t>(1, o.batch ? std::min(o.batch, tokens)
+                                           : std::min<std::int64_t>(tokens, 4096));
+}
+
+#ifdef KOKKOSMOE_REPLAY_EXPERT_PARALLEL
+template <class Scalar>
+int replay_ep(const Options& o, const Trace& trace, const Shape& s) {
+  ExpertParallelRun run;
+  run.trace = o.trace;
+  run.model = printable_text(o.model.empty() ? trace.model : o.model);
+  run.json = o.json;
+  run.tokens = replayed_tokens(o, trace);
+  run.batch = batch_size(o, run.tokens);
+  run.repeat = o.repeat > 0 ? o.repeat : (on_host ? 3 : 20);
+  run.warmup = o.warmup >= 0 ? o.warmup : (on_host ? 1 : 3);
+  run.seed = o.seed;
+  run.check = o.check;
+  run.batch_invariant = o.batch_invariant;
+  run.capacity = o.ep_capacity;
+  using GpuAware = ExpertParallelOptions::GpuAware;
+  run.gpu_aware = o.ep_gpu_aware == "yes"  ? GpuAware::yes
+                  : o.ep_gpu_aware == "no" ? GpuAware::no
+                                           : GpuAware::detect;
+  return replay_expert_parallel<Scalar>(run, trace, s);
+}
+#endif
+
 template <class Scalar>
 int replay(const Options& o, const Trace& trace, const Shape& s) {
+#ifdef KOKKOSMOE_REPLAY_EXPERT_PARALLEL
+  if (o.ep) return replay_ep<Scalar>(o, trace, s);
+#endif
   Report report;
-  report.trace   = o.trace;
-  report.model   = printable_text(o.model.empty() ? trace.model : o.model);
-  report.dtype   = ScalarTraits<Scalar>::name;
-  report.device  = Space::name();
-  report.shape   = s;
-  report.check   = o.check;
-  report.check_bits      = o.check_bits;
+  report.trace = o.trace;
+  report.model = printable_text(o.model.empty() ? trace.model : o.model);
+  report.dtype = ScalarTraits<Scalar>::name;
+  report.device = Space::name();
+  report.shape = s;
+  report.check = o.check;
+  report.check_bits = o.check_bits;
   report.batch_invariant = o.batch_invariant;
-  report.tokens  = o.max_tokens ? std::min(o.max_tokens, trace.num_tokens) : trace.num_tokens;
-  report.batch   = std::max<std::int64_t>(1, o.batch ? std::min(o.batch, report.tokens) : std::min<std::int64_t>(report.tokens, 4096));
+  report.tokens = replayed_tokens(o, trace);
+  report.batch = batch_size(o, report.tokens);
   for (const TraceLayer& tl : trace.layers) {
     try {
       report.layers.push_back(replay_layer<Scalar>(o, s, trace, tl, report.tokens, report.batch));
@@ -347,21 +398,22 @@ int replay(const Options& o, const Trace& trace, const Shape& s) {
     write_json(json, report);
     write_text_file(o.json, json.str());
   }
-  const bool failed = (o.check && !report.check_passed()) || (o.check_bits && !report.bits_passed());
+  const bool failed = (o.check && !report.check_passed()) ||
+                      (o.check_bits && !report.bits_passed());
   return failed ? 1 : 0;
 }
 
 int run(int argc, char** argv) {
   const Options o = parse(argc, argv);
   TraceReadOptions ro;
-  ro.layers     = o.layers;
+  ro.layers = o.layers;
   ro.max_tokens = o.max_tokens;
-  ro.isolate    = o.isolate;
+  ro.isolate = o.isolate;
   Trace trace;
   try {
     trace = read_trace(o.trace, ro);
   } catch (const TraceError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    if (reports_errors) std::cerr << "error: " << e.what() << "\n";
     return 3;
   }
   const Shape s = resolve_shape(o, trace);
@@ -373,19 +425,29 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+#ifdef KOKKOSMOE_REPLAY_EXPERT_PARALLEL
+  // --ep: MPI before Kokkos, finalized after it.
+  const MpiRuntime mpi(argc, argv);
+  reports_errors = mpi.reports();
+#endif
   // Kokkos takes its own --kokkos-* options out of argv first.
   Kokkos::initialize(argc, argv);
   int code = 1;
   try {
     code = run(argc, argv);
   } catch (const HelpRequested&) {
-    std::cout << kUsage << preset_names() << kUsageTail;
+    if (reports_errors) std::cout << kUsage << preset_names() << kUsageTail;
     code = 0;
   } catch (const UsageError& e) {
-    std::cerr << "error: " << e.what() << "\n";
+    if (reports_errors) std::cerr << "error: " << e.what() << "\n";
     code = 2;
   } catch (const std::exception& e) {
-    std::cerr << "error: " << Impl::one_line_message(e.what()) << "\n";
+#ifdef KOKKOSMOE_REPLAY_EXPERT_PARALLEL
+    // An error of one rank alone (not the layer's, which every rank has).
+    if (mpi.active() && !dynamic_cast<const AgreedError*>(&e))
+      mpi.abort(Impl::one_line_message(e.what()));
+#endif
+    if (reports_errors) std::cerr << "error: " << Impl::one_line_message(e.what()) << "\n";
     code = 1;
   }
   Kokkos::finalize();

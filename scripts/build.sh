@@ -5,7 +5,8 @@
 #
 #   scripts/build.sh [host|host-asan|cuda|hip]  (default host; build dir build-<backend>)
 #
-#   host       OpenMP + Serial, g++
+#   host       OpenMP + Serial, g++, with the expert-parallel component over
+#              Debian's OpenMPI (KokkosMoE_ENABLE_MPI) and its mpiexec tests
 #   host-asan  the host build under AddressSanitizer and UndefinedBehaviorSanitizer
 #              (-fsanitize=address,undefined -fno-sanitize-recover=undefined,
 #              -O1 -g, assertions on), without the benchmarks; only the
@@ -59,6 +60,8 @@ if [ "$backend" = host-asan ]; then
     extra+=("-DCMAKE_${kind}_LINKER_FLAGS=-fsanitize=address,undefined")
   done
   extra+=(-DKokkosMoE_ENABLE_BENCHMARKS=OFF)
+elif [ "$backend" = host ]; then
+  extra+=(-DKokkosMoE_ENABLE_MPI=ON)
 elif [ "$backend" = cuda ]; then
   # Kokkos' nvcc_wrapper compiles the CUDA backend's C++; its default arch is
   # Hopper (sm_90) in our patched copy, and Kokkos adds the configured arch.

@@ -48,6 +48,8 @@ install_debian_packages() {
     gfortran make patch ccache)
   # gfortran: the Fortran module and example (CI checks them against the install).
   case " $* " in *" hip "*) packages+=(hipcc libamdhip64-dev) ;; esac
+  # OpenMPI: the host build's expert-parallel component and its mpiexec tests.
+  case " $* " in *" host "*) packages+=(libopenmpi-dev openmpi-bin) ;; esac
   for p in "${packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
   done

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-3-Clause
 // Definitions of Layer's members; compiled once per (execution space,
 // storage type) in the generated instantiation units.
 #ifndef KOKKOSMOE_LAYER_IMPL_HPP
@@ -7,14 +8,9 @@
 
 #include "KokkosMoE_Dispatch_Impl.hpp"
 #include "KokkosMoE_ExpertMLP_Impl.hpp"
+#include "KokkosMoE_Router.hpp"
 #include "KokkosMoE_Routing_Impl.hpp"
 
-#include "KokkosMoE_RouterLogits.hpp"
-
-#include <KokkosMoE/KokkosMoE_BuildConfig.hpp>
-#ifdef KOKKOSMOE_ENABLE_KOKKOSKERNELS
-#include <KokkosBlas3_gemm.hpp>
-#endif
 #include <Kokkos_Core.hpp>
 
 #include <algorithm>
@@ -66,18 +62,20 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
   config_.validate();
   const std::int64_t E = config_.num_experts, H = config_.hidden_size, F = config_.ffn_size;
   const std::int64_t T = config_.max_tokens, k = config_.top_k;
-  if (config_.routing != RoutingMode::external) Impl::check_extents(weights_.router, {E, H}, "router");
+  if (config_.routing != RoutingMode::external)
+    Impl::check_extents(weights_.router, {E, H}, "router");
   if (config_.routing == RoutingMode::sigmoid_group_topk)
     Impl::check_extents(weights_.bias, {E}, "bias");
   Impl::check_extents(weights_.gate, {E, F, H}, "gate");
   Impl::check_extents(weights_.up, {E, F, H}, "up");
   Impl::check_extents(weights_.down, {E, H, F}, "down");
 
-  ids_             = ids_view("KokkosMoE::routing_ids", T, k);
+  ids_ = ids_view("KokkosMoE::routing_ids", T, k);
   routing_weights_ = weights_view("KokkosMoE::routing_weights", T, k);
   if (config_.routing != RoutingMode::external) {
     logits_ = decltype(logits_)("KokkosMoE::logits", T, E);
-    if (!std::is_same<Scalar, float>::value) x_float_ = decltype(x_float_)("KokkosMoE::x_float", T, H);
+    if (!std::is_same<Scalar, float>::value)
+      x_float_ = decltype(x_float_)("KokkosMoE::x_float", T, H);
   }
   // Room for the tiles of the shape with the fewest rows per tile.
   plan_ = DispatchPlan<memory_space>::allocate(int(E), T * k,
@@ -88,7 +86,7 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
   // k assignments), and dispatch takes large tiles only where the active
   // experts are at most A / large_tile_rows_from (batch-invariant layers:
   // always, so up to min(A, E) experts).
-  const bool bulk     = Impl::bulk_copies<ExecutionSpace, Scalar>();
+  const bool bulk = Impl::bulk_copies<ExecutionSpace, Scalar>();
   const int tile_rows = Impl::tile_rows<ExecutionSpace, Scalar>(Impl::TileSize::large);
   const std::int64_t large_experts =
       config_.batch_invariant ? std::min<std::int64_t>(T * k, E)
@@ -99,9 +97,11 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
                  T * k + large_experts * tile_rows));
   h_ = decltype(h_)("KokkosMoE::activations", bulk ? tile_major_rows : T * k, F);
   // Spare rows hold the split-K partial sums of small batches.
-  y_ = decltype(y_)("KokkosMoE::expert_outputs", std::max<std::int64_t>(T * k, Impl::split_k_rows), H);
+  y_ = decltype(y_)("KokkosMoE::expert_outputs", std::max<std::int64_t>(T * k, Impl::split_k_rows),
+                    H);
   gate_up_parts_ = decltype(gate_up_parts_)("KokkosMoE::gate_up_parts", Impl::split_k_rows, 2 * F);
-  if (bulk) gathered_rows_ = decltype(gathered_rows_)("KokkosMoE::gathered_rows", tile_major_rows, H);
+  if (bulk)
+    gathered_rows_ = decltype(gathered_rows_)("KokkosMoE::gathered_rows", tile_major_rows, H);
   copy_maps_ = Impl::copy_maps<ExecutionSpace, Scalar>(weights_, h_, gathered_rows_);
   // For this instance (an OpenMP partition may hold fewer threads than
   // another instance of the same space), once: not in every forward.
@@ -109,7 +109,7 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
       Impl::DispatchKernels<ExecutionSpace>{plan_, {}, int(E), int(k), 0}.one_team_threads(exec_);
   if (bulk && copy_maps_.size() == 0) {  // 16-byte copies: sorted rows, nothing gathered
     gathered_rows_ = decltype(gathered_rows_)();
-    h_             = decltype(h_)("KokkosMoE::activations", T * k, F);
+    h_ = decltype(h_)("KokkosMoE::activations", T * k, F);
   }
 }
 
@@ -122,13 +122,13 @@ template <class ExecutionSpace, class Scalar>
 void Layer<ExecutionSpace, Scalar>::check_tokens(std::int64_t num_tokens, std::int64_t rows,
                                                  const char* what) const {
   if (num_tokens < 0 || num_tokens > config_.max_tokens)
-    throw std::invalid_argument("KokkosMoE::Layer: num_tokens = " + std::to_string(num_tokens) +
-                                " is outside [0, max_tokens = " +
-                                std::to_string(config_.max_tokens) + "]");
+    throw std::invalid_argument(
+        "KokkosMoE::Layer: num_tokens = " + std::to_string(num_tokens) +
+        " is outside [0, max_tokens = " + std::to_string(config_.max_tokens) + "]");
   if (rows < num_tokens)
     throw std::invalid_argument(std::string("KokkosMoE::Layer: ") + what + " has " +
-                                std::to_string(rows) + " rows, fewer than num_tokens = " +
-                                std::to_string(num_tokens));
+                                std::to_string(rows) +
+                                " rows, fewer than num_tokens = " + std::to_string(num_tokens));
 }
 
 template <class ExecutionSpace, class Scalar>
@@ -156,18 +156,17 @@ template <class ExecutionSpace, class Scalar>
 void Layer<ExecutionSpace, Scalar>::check_rows_contiguous(const const_tokens_view& x) const {
   // The expert kernels find a token's row at data() + token * H.
   if (x.extent(0) > 1 && std::int64_t(x.stride(0)) != config_.hidden_size)
-    throw std::invalid_argument("KokkosMoE::Layer: x's rows are " + std::to_string(x.stride(0)) +
-                                " values apart, not hidden_size = " +
-                                std::to_string(config_.hidden_size) +
-                                " (a padded view or a column subview): copy it first");
+    throw std::invalid_argument(
+        "KokkosMoE::Layer: x's rows are " + std::to_string(x.stride(0)) +
+        " values apart, not hidden_size = " + std::to_string(config_.hidden_size) +
+        " (a padded view or a column subview): copy it first");
 }
 
 template <class ExecutionSpace, class Scalar>
-void Layer<ExecutionSpace, Scalar>::check_routed_arguments(const const_tokens_view& x,
-                                                           const const_ids_view& ids,
-                                                           const const_weights_view& routing_weights,
-                                                           const tokens_view& out,
-                                                           std::int64_t num_tokens) const {
+void Layer<ExecutionSpace, Scalar>::check_routed_arguments(
+    const const_tokens_view& x, const const_ids_view& ids,
+    const const_weights_view& routing_weights, const tokens_view& out,
+    std::int64_t num_tokens) const {
   check_tokens(num_tokens, std::int64_t(x.extent(0)), "x");
   check_width(x, config_.hidden_size, "x");
   check_rows_contiguous(x);
@@ -183,60 +182,13 @@ template <class ExecutionSpace, class Scalar>
 void Layer<ExecutionSpace, Scalar>::route(const const_tokens_view& x, std::int64_t num_tokens) {
   Impl::StageRegion region("KokkosMoE::route");
   if (config_.routing == RoutingMode::external)
-    throw std::logic_error("KokkosMoE::Layer::route: the layer was configured for external routing");
+    throw std::logic_error(
+        "KokkosMoE::Layer::route: the layer was configured for external routing");
   check_tokens(num_tokens, std::int64_t(x.extent(0)), "x");
   check_width(x, config_.hidden_size, "x");
-  if (num_tokens == 0) return;
-  const auto rows = Kokkos::make_pair(std::int64_t(0), num_tokens);
-  const auto H    = config_.hidden_size;
-
-  // Router logits [T, E] = x [T, H] router^T, by Kokkos Kernels' GEMM where
-  // the build has it, else by our own kernel.
-  Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> xf;
-  if constexpr (std::is_same<Scalar, float>::value) {
-    xf = Kokkos::subview(x, rows, Kokkos::ALL());
-  } else {
-    Kokkos::parallel_for("KokkosMoE::route::to_float",
-                         Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
-                             exec_, 0, num_tokens * H),
-                         Impl::ConvertToFloat<ExecutionSpace, Scalar>{x, x_float_, H});
-    xf = Kokkos::subview(x_float_, rows, Kokkos::ALL());
-  }
-  auto logits = Kokkos::subview(logits_, rows, Kokkos::ALL());
-  // Batch-invariant layers take our kernel too: each logit is one dot
-  // product summed in a fixed order, where a GEMM's blocking (and so its
-  // sums' order) may follow the number of tokens.
-#if !defined(KOKKOSMOE_ENABLE_KOKKOSKERNELS)
-  Impl::RouterLogitsKernel<ExecutionSpace>{xf, weights_.router, logits}.run(exec_);
-#else
-  if (config_.batch_invariant)
-    Impl::RouterLogitsKernel<ExecutionSpace>{xf, weights_.router, logits}.run(exec_);
-#if defined(KOKKOSKERNELS_VERSION) && KOKKOSKERNELS_VERSION >= 40100
-  else
-    KokkosBlas::gemm(exec_, "N", "T", 1.0f, xf, weights_.router, 0.0f, logits);
-#else
-  else {
-    // Before 4.1 KokkosBlas runs on the space's default instance: order it
-    // after our queue and the top-k after it (the only fences in forward).
-    exec_.fence();
-    KokkosBlas::gemm("N", "T", 1.0f, xf, weights_.router, 0.0f, logits);
-    execution_space().fence();
-  }
-#endif
-#endif
-
-  Impl::RoutingViews<ExecutionSpace> v{logits_, ids_, routing_weights_, config_.num_experts,
-                                       config_.top_k, config_.renormalize};
-  const auto policy = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<int>>(exec_, 0, int(num_tokens));
-  if (config_.routing == RoutingMode::softmax_topk) {
-    Kokkos::parallel_for("KokkosMoE::route::softmax_topk", policy,
-                         Impl::SoftmaxTopK<ExecutionSpace>{v});
-  } else {
-    Kokkos::parallel_for("KokkosMoE::route::sigmoid_group_topk", policy,
-                         Impl::SigmoidGroupTopK<ExecutionSpace>{v, weights_.bias, config_.n_group,
-                                                                config_.topk_group,
-                                                                config_.routed_scaling});
-  }
+  Impl::route_tokens<ExecutionSpace, Scalar>(
+      exec_, config_, {weights_.router, weights_.bias, logits_, x_float_, ids_, routing_weights_},
+      x, num_tokens);
 }
 
 template <class ExecutionSpace, class Scalar>
@@ -248,15 +200,15 @@ void Layer<ExecutionSpace, Scalar>::dispatch(const const_ids_view& ids, std::int
   // active are: the choice needs only num_tokens, known on the host. A
   // batch-invariant layer keeps the large shape for every batch.
   const std::int64_t assignments = num_tokens * config_.top_k;
-  const std::int64_t active      = std::max<std::int64_t>(
-      1, std::min<std::int64_t>(assignments, config_.num_experts));
+  const std::int64_t active =
+      std::max<std::int64_t>(1, std::min<std::int64_t>(assignments, config_.num_experts));
   const Impl::TileSize size = config_.batch_invariant
                                   ? Impl::TileSize::large
                                   : Impl::tile_size_for<ExecutionSpace>(assignments / active);
-  tile_size_                = int(size);
-  dispatched_tokens_        = num_tokens;
-  gated_tokens_             = -1;
-  plan_.tile_rows           = Impl::tile_rows<ExecutionSpace, Scalar>(size);
+  tile_size_ = int(size);
+  dispatched_tokens_ = num_tokens;
+  gated_tokens_ = -1;
+  plan_.tile_rows = Impl::tile_rows<ExecutionSpace, Scalar>(size);
   Impl::DispatchKernels<ExecutionSpace>{plan_, ids, config_.num_experts, config_.top_k,
                                         int(assignments)}
       .run(exec_, one_team_threads_);
@@ -286,18 +238,19 @@ void Layer<ExecutionSpace, Scalar>::gate_up_tiles(const const_tokens_view& x,
   using kernel = Impl::GateUpKernel<ExecutionSpace, Scalar, Impl::TileSize(Size)>;
   const std::int64_t assignments = num_tokens * config_.top_k;
   kernel f;
-  f.plan          = plan_;
-  f.experts       = config_.num_experts;
-  f.k             = config_.top_k;
+  f.plan = plan_;
+  f.experts = config_.num_experts;
+  f.k = config_.top_k;
   f.column_blocks = int((config_.ffn_size + kernel::BN - 1) / kernel::BN);
-  f.x             = x;
-  f.gate          = weights_.gate;
-  f.up            = weights_.up;
-  f.h             = h_;
-  f.partial       = gate_up_parts_;
-  f.assignments   = int(assignments);
-  f.maps          = copy_maps_.data();
-  const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts, kernel::BM);
+  f.x = x;
+  f.gate = weights_.gate;
+  f.up = weights_.up;
+  f.h = h_;
+  f.partial = gate_up_parts_;
+  f.assignments = int(assignments);
+  f.maps = copy_maps_.data();
+  const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts,
+                                                           kernel::BM);
   // Decode: few tiles would leave most multiprocessors idle or run in one
   // and a bit waves; split H (parts to gate_up_parts_, then one activation
   // pass), as the down projection splits F. (Never in a batch-invariant
@@ -316,14 +269,14 @@ void Layer<ExecutionSpace, Scalar>::gate_up_tiles(const const_tokens_view& x,
                                 int(config_.num_experts), kernel::BM, aligned});
   }
   Kokkos::parallel_for("KokkosMoE::gate_up",
-                       f.make_policy(exec_, tiles, kernel::scratch_bytes(), "KokkosMoE::gate_up"), f);
+                       f.make_policy(exec_, tiles, kernel::scratch_bytes(), "KokkosMoE::gate_up"),
+                       f);
   if (f.splits > 1)
-    Kokkos::parallel_for(
-        "KokkosMoE::activation",
-        Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
-            exec_, 0, assignments * config_.ffn_size),
-        Impl::ActivationKernel<ExecutionSpace, Scalar>{gate_up_parts_, h_, config_.ffn_size,
-                                                        assignments, f.splits});
+    Kokkos::parallel_for("KokkosMoE::activation",
+                         Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
+                             exec_, 0, assignments * config_.ffn_size),
+                         Impl::ActivationKernel<ExecutionSpace, Scalar>{
+                             gate_up_parts_, h_, config_.ffn_size, assignments, f.splits});
 }
 
 template <class ExecutionSpace, class Scalar>
@@ -355,19 +308,20 @@ void Layer<ExecutionSpace, Scalar>::down_combine_tiles(const const_weights_view&
                                                        const tokens_view& out,
                                                        std::int64_t num_tokens) {
   constexpr auto size = Impl::TileSize(Size);
-  using kernel        = Impl::DownKernel<ExecutionSpace, Scalar, size>;
+  using kernel = Impl::DownKernel<ExecutionSpace, Scalar, size>;
   const std::int64_t assignments = num_tokens * config_.top_k;
   kernel f;
-  f.plan          = plan_;
-  f.experts       = config_.num_experts;
-  f.k             = config_.top_k;
+  f.plan = plan_;
+  f.experts = config_.num_experts;
+  f.k = config_.top_k;
   f.column_blocks = int((config_.hidden_size + kernel::BN - 1) / kernel::BN);
-  f.h             = h_;
-  f.down          = weights_.down;
-  f.y             = y_;
-  f.assignments   = int(assignments);
-  f.maps          = copy_maps_.data();
-  const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts, kernel::BM);
+  f.h = h_;
+  f.down = weights_.down;
+  f.y = y_;
+  f.assignments = int(assignments);
+  f.maps = copy_maps_.data();
+  const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts,
+                                                           kernel::BM);
   // Few tokens leave few tiles and a long F: split F so that the launch
   // still fills the device (partial sums go to spare rows of y); not in a
   // batch-invariant layer.
@@ -379,10 +333,8 @@ void Layer<ExecutionSpace, Scalar>::down_combine_tiles(const const_weights_view&
   // Four columns per item, except for split-K batches (decode: a few
   // tokens, many K parts to sum), whose one column per item keeps 4x the
   // threads loading (Mixtral-8x7B, one token: 1.7 % slower with four).
-  if (f.splits > 1)
-    combine<1>(routing_weights, out, num_tokens, f.splits);
-  else
-    combine<4>(routing_weights, out, num_tokens, f.splits);
+  if (f.splits > 1) combine<1>(routing_weights, out, num_tokens, f.splits);
+  else combine<4>(routing_weights, out, num_tokens, f.splits);
 }
 
 template <class ExecutionSpace, class Scalar>
@@ -395,12 +347,11 @@ void Layer<ExecutionSpace, Scalar>::combine(const const_weights_view& routing_we
     if (!kernel::applies(y_.data(), config_.hidden_size))
       return combine<1>(routing_weights, out, num_tokens, splits);
   }
-  Kokkos::parallel_for(
-      "KokkosMoE::combine",
-      Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
-          exec_, 0, kernel::items(num_tokens, config_.hidden_size)),
-      kernel{y_, plan_.position, routing_weights, out, config_.top_k, config_.hidden_size, splits,
-             num_tokens * config_.top_k});
+  Kokkos::parallel_for("KokkosMoE::combine",
+                       Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
+                           exec_, 0, kernel::items(num_tokens, config_.hidden_size)),
+                       kernel{y_, plan_.position, routing_weights, out, config_.top_k,
+                              config_.hidden_size, splits, num_tokens * config_.top_k});
 }
 
 template <class ExecutionSpace, class Scalar>
@@ -432,18 +383,17 @@ void Layer<ExecutionSpace, Scalar>::check_routing(const const_ids_view& ids,
   check_width(ids, config_.top_k, "ids");
   check_width(routing_weights, config_.top_k, "routing weights");
   std::int64_t first = 0;
-  Kokkos::parallel_reduce("KokkosMoE::check_routing",
-                          Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
-                              exec_, 0, num_tokens),
-                          Impl::FirstBadRouting<ExecutionSpace>{ids, routing_weights,
-                                                                config_.num_experts},
-                          Kokkos::Min<std::int64_t>(first));
+  Kokkos::parallel_reduce(
+      "KokkosMoE::check_routing",
+      Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(exec_, 0, num_tokens),
+      Impl::FirstBadRouting<ExecutionSpace>{ids, routing_weights, config_.num_experts},
+      Kokkos::Min<std::int64_t>(first));
   exec_.fence();
   if (first >= num_tokens) return;  // Min's identity is the largest value
   // Describe the offending row from a host copy of it.
   const int k = config_.top_k;
-  auto row_ids = Kokkos::create_mirror_view_and_copy(
-      Kokkos::HostSpace(), Kokkos::subview(ids, first, Kokkos::ALL()));
+  auto row_ids = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(),
+                                                     Kokkos::subview(ids, first, Kokkos::ALL()));
   auto row_w = Kokkos::create_mirror_view_and_copy(
       Kokkos::HostSpace(), Kokkos::subview(routing_weights, first, Kokkos::ALL()));
   std::string ids_text, w_text;
@@ -453,8 +403,8 @@ void Layer<ExecutionSpace, Scalar>::check_routing(const const_ids_view& ids,
   }
   throw std::invalid_argument("KokkosMoE::Layer: routing of token " + std::to_string(first) +
                               " is invalid (ids must be distinct in [0, " +
-                              std::to_string(config_.num_experts) +
-                              "), weights finite): ids [" + ids_text + "], weights [" + w_text + "]");
+                              std::to_string(config_.num_experts) + "), weights finite): ids [" +
+                              ids_text + "], weights [" + w_text + "]");
 }
 
 template <class ExecutionSpace, class Scalar>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The install test: installs a configured and built KokkosMoE build directory
 # into a temporary prefix, then configures, builds and runs tests/install (a
 # separate consumer project: C++ layer, C example, Fortran example) against
@@ -26,6 +27,7 @@ cache() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt"; }
 components=()
 [ "$(cache KokkosMoE_ENABLE_TRACE)" = ON ] && components+=(trace)
 [ "$(cache KokkosMoE_ENABLE_FORTRAN)" = ON ] && components+=(fortran)
+[ "$(cache KokkosMoE_ENABLE_MPI)" = ON ] && components+=(ep)
 cxx=$(cache CMAKE_CXX_COMPILER)
 kokkos_root=$(cache Kokkos_ROOT)
 

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-3-Clause
 """Checks the spack recipe and environment without spack.
 
 Imports spack/packages/kokkos-moe/package.py with stub `spack.package`
@@ -11,6 +12,9 @@ directives that record their calls, then checks that
   - backend variants constrain kokkos the same way (cuda_arch and
     amdgpu_target propagated for every value);
   - cmake_args evaluates for the host, CUDA and ROCm specs;
+  - the recipe's homepage, url and git are PUBLIC_REPOSITORY's or absent,
+    and every version() names a source the recipe has (git for a branch,
+    tag or commit; url for a checksum);
   - spack.yaml parses and names the recipe's repository and package.
 
     check_recipe.py [REPO_ROOT]          (default: two levels up)
@@ -31,6 +35,11 @@ calls = {"variant": [], "depends_on": [], "conflicts": [], "version": []}
 # (its kokkos_version), 4.5 (with Kokkos Kernels) and 5.2 (without) by
 # scripts/compat.sh.
 TESTED_LINES = {"kokkos": {"3.4", "4.5", "5.2"}, "kokkos-kernels": {"3.4", "4.5"}}
+
+# The project's public repository (an https://... prefix), None while there is
+# none: then the recipe names no homepage, url or git and builds from a
+# checkout (spack develop).
+PUBLIC_REPOSITORY = None
 
 
 def record(name):
@@ -188,6 +197,20 @@ def main():
     for dep, variant in (("hdf5", "trace"), ("googletest", "tests")):
         if not any(d.startswith(dep) and f"+{variant}" in d for d in deps):
             problems.append(f"{dep} is not a dependency when +{variant}")
+    # Sources: no made-up places; versions only with a source to fetch them from.
+    for attr in ("homepage", "url", "git", "list_url"):
+        value = getattr(recipe, attr, None)
+        if value is None:
+            continue
+        if PUBLIC_REPOSITORY is None:
+            problems.append(f"{attr} = {value!r}, but there is no public repository "
+                            "(PUBLIC_REPOSITORY): build from a checkout with spack develop")
+        elif not str(value).startswith(PUBLIC_REPOSITORY):
+            problems.append(f"{attr} = {value!r} is not under {PUBLIC_REPOSITORY}")
+    for args, kwargs in calls["version"]:
+        needs = "git" if {"branch", "tag", "commit"} & set(kwargs) else "url"
+        if getattr(recipe, needs, None) is None and needs not in kwargs:
+            problems.append(f"version({args[0]!r}) has no source: the recipe has no {needs}")
     if not hasattr(recipe, "check_install") and not hasattr(recipe, "check"):
         problems.append("no install-time tests (check or a run_after('install') method)")
 

@@ -1,6 +1,19 @@
+# SPDX-License-Identifier: BSD-3-Clause
 # Spack recipe of KokkosMoE, kept with the sources (namespace kokkos_moe).
 #
-#   spack repo add spack && spack install kokkos-moe+cuda cuda_arch=90
+# KokkosMoE has no public repository or release tarball yet, so the recipe
+# names no homepage, url or git and declares no version: spack builds it from
+# a checkout, as a develop spec of an environment, at the version of the
+# checkout's CMakeLists.txt project() (0.1.0):
+#
+#   spack env create -d moe-env && spack env activate moe-env
+#   spack repo add /path/to/checkout/spack
+#   spack develop --path /path/to/checkout kokkos-moe@=0.1.0
+#   spack add kokkos-moe@=0.1.0+cuda cuda_arch=90 ~openmp
+#   spack install
+#
+# Once the project has a public repository, add homepage, git and versions
+# with their sources (and PUBLIC_REPOSITORY in tests/spack/check_recipe.py).
 #
 # Checked without spack by tests/spack/check_recipe.py (CTest: SpackRecipe):
 # every KokkosMoE_ENABLE_* option set here exists in the CMake files and every
@@ -13,18 +26,15 @@ class KokkosMoe(CMakePackage, CudaPackage, ROCmPackage):
     Kokkos (CUDA, HIP, OpenMP, Serial), with C and Fortran interfaces and
     HDF5 routing-trace replay drivers."""
 
-    homepage = "https://github.com/kokkos-moe/kokkos-moe"
-    git = "https://github.com/kokkos-moe/kokkos-moe.git"
-
     license("BSD-3-Clause")
-
-    version("main", branch="main")
 
     variant("openmp", default=True, description="Host backend with OpenMP (Kokkos+openmp)")
     variant("trace", default=True, description="HDF5 routing traces (KokkosMoE::trace) and drivers")
     variant("fortran", default=True, description="Fortran module over the C interface")
     variant("tests", default=False, description="GoogleTest unit tests, run by spack's install-time tests")
     variant("benchmarks", default=False, description="Google Benchmark benchmarks")
+    variant("mpi", default=False,
+            description="Expert parallelism over MPI (KokkosMoE::ep, kokkos-moe-replay --ep)")
 
     depends_on("cxx", type="build")
     depends_on("c", type="build")
@@ -68,6 +78,7 @@ class KokkosMoe(CMakePackage, CudaPackage, ROCmPackage):
     depends_on("hdf5~mpi", when="+trace")
     depends_on("googletest", type=("build", "test"), when="+tests")
     depends_on("benchmark", when="+benchmarks")
+    depends_on("mpi", when="+mpi")
     depends_on("python@3.8:", type="test", when="+tests")
 
     def cmake_args(self):
@@ -80,6 +91,7 @@ class KokkosMoe(CMakePackage, CudaPackage, ROCmPackage):
             self.define_from_variant("KokkosMoE_ENABLE_BENCHMARKS", "benchmarks"),
             self.define_from_variant("KokkosMoE_ENABLE_FORTRAN", "fortran"),
             self.define_from_variant("KokkosMoE_ENABLE_KOKKOSKERNELS", "kokkoskernels"),
+            self.define_from_variant("KokkosMoE_ENABLE_MPI", "mpi"),
             self.define("Kokkos_ROOT", spec["kokkos"].prefix),
         ]
         if spec.satisfies("+kokkoskernels"):
