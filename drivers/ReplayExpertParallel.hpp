@@ -237,20 +237,10 @@ EpLayerReport replay_layer_expert_parallel(const ExpertParallelRun& run, const S
   const int k = s.top_k;
   const std::int64_t per_rank = (run.batch + P - 1) / P;
 
-  Config c;
-  c.num_experts = s.experts;
-  c.top_k = k;
-  c.hidden_size = s.hidden;
-  c.ffn_size = s.ffn;
-  c.max_tokens = per_rank;
-  c.routing = RoutingMode::external;
-  c.batch_invariant = run.batch_invariant;
+  const Config c = replay_config(s, per_rank, run.batch_invariant);
   // The one-device replay's weights (its seeds), whole on every rank.
-  auto full = Weights<Scalar, Memory>::allocate(c);
-  const std::uint64_t seed = run.seed * 1000003ull + std::uint64_t(tl.index) * 16;
-  fill_hashed(full.gate, seed + 1, 2.0f / std::sqrt(float(s.hidden)));
-  fill_hashed(full.up, seed + 2, 2.0f / std::sqrt(float(s.hidden)));
-  fill_hashed(full.down, seed + 3, 2.0f / std::sqrt(float(s.ffn)));
+  const std::uint64_t seed = layer_seed(run.seed, tl.index);
+  auto full = replay_weights<Scalar, Memory>(c, seed);
   const auto placement = ExpertPlacement::contiguous(s.experts, P);
   ExpertParallelOptions options;
   options.capacity = run.capacity;
@@ -290,7 +280,7 @@ EpLayerReport replay_layer_expert_parallel(const ExpertParallelRun& run, const S
     }
     Kokkos::deep_copy(ids, hid);
     Kokkos::deep_copy(rw, hw);
-    fill_hashed(x_batch, seed + 4 + std::uint64_t(t0), 1.0f);
+    fill_hidden_states(x_batch, seed, t0);
     const typename layer_type::const_tokens_view x =
         Kokkos::subview(x_batch, Kokkos::make_pair(lo, hi), Kokkos::ALL());
     for (int i = 0; i < run.warmup + run.repeat; ++i) {
@@ -397,12 +387,8 @@ inline void print_expert_parallel_report(std::ostream& os, const EpReport& r) {
                 (long long)r.run.tokens, (long long)r.run.batch);
   os << line;
   for (const EpLayerReport& l : r.layers) {
-    std::snprintf(
-        line, sizeof line,
-        "layer %d: busiest expert %.2fx the mean load (max %lld), %d of %d experts idle\n", l.index,
-        l.load.busiest_over_mean, (long long)l.load.max_load, l.load.empty_experts,
-        r.shape.experts);
-    os << line << "  phase                max ms    mean ms  (over ranks)\n";
+    print_layer_load(os, l.index, l.load, r.shape.experts);
+    os << "  phase                max ms    mean ms  (over ranks)\n";
     for (int p = 0; p < ep_phases; ++p) {
       std::snprintf(line, sizeof line, "  %-18s %9.4f  %9.4f\n", kEpPhaseNames[p],
                     l.max_seconds(p) * 1e3, l.mean_seconds(p) * 1e3);

@@ -7,8 +7,14 @@
 #ifndef KOKKOSMOE_REPLAYINPUTS_HPP
 #define KOKKOSMOE_REPLAYINPUTS_HPP
 
+#include <KokkosMoE/KokkosMoE_Config.hpp>
+#include <KokkosMoE/KokkosMoE_Weights.hpp>
+
+#include "ReplayReport.hpp"
+
 #include <Kokkos_Core.hpp>
 
+#include <cmath>
 #include <cstdint>
 
 namespace KokkosMoE {
@@ -32,6 +38,43 @@ void fill_hashed(const View& v, std::uint64_t seed, float scale) {
         const float u = float(z >> 40) * (1.0f / 16777216.0f);  // [0, 1)
         data[i] = T((2.0f * u - 1.0f) * scale);
       });
+}
+
+// The seed of one trace layer's replay (--seed and the layer's index):
+// the weights draw from it (replay_weights), and the hidden states of the
+// batch that starts at token t0 (fill_hidden_states).
+inline std::uint64_t layer_seed(std::uint64_t seed, int layer) {
+  return seed * 1000003ull + std::uint64_t(layer) * 16;
+}
+
+// The layer a replay runs: the model shape, external routing (the trace's),
+// buffers for max_tokens.
+inline Config replay_config(const Shape& s, std::int64_t max_tokens, bool batch_invariant) {
+  Config c;
+  c.num_experts = s.experts;
+  c.top_k = s.top_k;
+  c.hidden_size = s.hidden;
+  c.ffn_size = s.ffn;
+  c.max_tokens = max_tokens;
+  c.routing = RoutingMode::external;
+  c.batch_invariant = batch_invariant;
+  return c;
+}
+
+// All E experts' weights of a replayed layer, scaled to keep O(1) values.
+template <class Scalar, class Memory>
+Weights<Scalar, Memory> replay_weights(const Config& c, std::uint64_t layer_seed) {
+  auto w = Weights<Scalar, Memory>::allocate(c);
+  fill_hashed(w.gate, layer_seed + 1, 2.0f / std::sqrt(float(c.hidden_size)));
+  fill_hashed(w.up, layer_seed + 2, 2.0f / std::sqrt(float(c.hidden_size)));
+  fill_hashed(w.down, layer_seed + 3, 2.0f / std::sqrt(float(c.ffn_size)));
+  return w;
+}
+
+// The hidden states of the batch that starts at token t0.
+template <class View>
+void fill_hidden_states(const View& x, std::uint64_t layer_seed, std::int64_t t0) {
+  fill_hashed(x, layer_seed + 4 + std::uint64_t(t0), 1.0f);
 }
 
 }  // namespace Driver

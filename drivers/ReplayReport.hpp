@@ -126,6 +126,17 @@ struct Report {
   }
 };
 
+// A replayed layer's heading: its expert-load statistics.
+inline void print_layer_load(std::ostream& os, int index, const ExpertLoadStats& load,
+                             int experts) {
+  char line[160];
+  std::snprintf(line, sizeof line,
+                "layer %d: busiest expert %.2fx the mean load (max %lld), %d of %d experts idle\n",
+                index, load.busiest_over_mean, (long long)load.max_load, load.empty_experts,
+                experts);
+  os << line;
+}
+
 inline void print_report(std::ostream& os, const Report& r) {
   char line[256];
   os << "kokkos-moe-replay " << r.trace << "\n";
@@ -143,12 +154,7 @@ inline void print_report(std::ostream& os, const Report& r) {
                 (long long)r.tokens, (long long)r.batch);
   os << line;
   for (const LayerReport& l : r.layers) {
-    std::snprintf(
-        line, sizeof line,
-        "layer %d: busiest expert %.2fx the mean load (max %lld), %d of %d experts idle\n", l.index,
-        l.load.busiest_over_mean, (long long)l.load.max_load, l.load.empty_experts,
-        r.shape.experts);
-    os << line;
+    print_layer_load(os, l.index, l.load, r.shape.experts);
     os << "  stage            time ms      MB moved       GFLOP       GB/s    TFLOP/s\n";
     for (int i = 0; i < num_stages; ++i) {
       const double t = l.median_s(i);

@@ -205,19 +205,9 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
   using layer_type = Layer<Space, Scalar>;
   const int k = s.top_k;
 
-  Config c;
-  c.num_experts = s.experts;
-  c.top_k = k;
-  c.hidden_size = s.hidden;
-  c.ffn_size = s.ffn;
-  c.max_tokens = batch;
-  c.routing = RoutingMode::external;
-  c.batch_invariant = o.batch_invariant;
-  auto w = Weights<Scalar, Memory>::allocate(c);
-  const std::uint64_t seed = o.seed * 1000003ull + std::uint64_t(tl.index) * 16;
-  fill_hashed(w.gate, seed + 1, 2.0f / std::sqrt(float(s.hidden)));
-  fill_hashed(w.up, seed + 2, 2.0f / std::sqrt(float(s.hidden)));
-  fill_hashed(w.down, seed + 3, 2.0f / std::sqrt(float(s.ffn)));
+  const Config c = replay_config(s, batch, o.batch_invariant);
+  const std::uint64_t seed = layer_seed(o.seed, tl.index);
+  auto w = replay_weights<Scalar, Memory>(c, seed);
   typename layer_type::tokens_view x("x", batch, s.hidden), out("out", batch, s.hidden);
   typename layer_type::ids_view ids("ids", batch, k);
   typename layer_type::weights_view rw("routing_weights", batch, k);
@@ -257,7 +247,7 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
     Kokkos::deep_copy(ids, hid);
     Kokkos::deep_copy(rw, hw);
     layer.check_routing(ids, rw, n);
-    fill_hashed(x, seed + 4 + std::uint64_t(t0), 1.0f);
+    fill_hidden_states(x, seed, t0);
     const Traffic traffic = count_traffic(s, sizeof(Scalar), hid, n);
 
     // The forward recorded once (after a first run sized its buffers) and

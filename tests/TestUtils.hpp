@@ -6,6 +6,8 @@
 #include <KokkosMoE/KokkosMoE_Layer.hpp>
 #include <KokkosMoE/KokkosMoE_Reference.hpp>
 
+#include "TestRandom.hpp"
+
 #include <Kokkos_Core.hpp>
 #include <gtest/gtest.h>
 
@@ -20,66 +22,6 @@ namespace KokkosMoE {
 namespace Test {
 
 using StorageTypes = ::testing::Types<float, float16, bfloat16>;
-
-// Uniform values in [lo, hi), never all zero, seeded; any contiguous view.
-template <class View>
-void fill_uniform(const View& v, double lo, double hi, std::uint64_t seed) {
-  using T = typename View::non_const_value_type;
-  auto host = Kokkos::create_mirror_view(v);
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  for (std::size_t i = 0; i < host.span(); ++i) host.data()[i] = T(float(dist(rng)));
-  Kokkos::deep_copy(v, host);
-}
-
-template <class View>
-std::vector<double> to_double(const View& v) {
-  auto host = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), v);
-  std::vector<double> out(host.span());
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = double(Impl::to_float(host.data()[i]));
-  return out;
-}
-
-// Random weights scaled so activations stay O(1) whatever H and F are.
-template <class Scalar, class Mem>
-Weights<Scalar, Mem> random_weights(const Config& c, std::uint64_t seed) {
-  auto w = Weights<Scalar, Mem>::allocate(c);
-  const double gh = 1.0 / std::sqrt(double(c.hidden_size)),
-               df = 1.0 / std::sqrt(double(c.ffn_size));
-  fill_uniform(w.router, -gh, gh, seed + 1);
-  fill_uniform(w.bias, -0.1, 0.1, seed + 2);
-  fill_uniform(w.gate, -2 * gh, 2 * gh, seed + 3);
-  fill_uniform(w.up, -2 * gh, 2 * gh, seed + 4);
-  fill_uniform(w.down, -2 * df, 2 * df, seed + 5);
-  return w;
-}
-
-// Host routing: every token draws k distinct experts among `experts`.
-struct HostRouting {
-  std::vector<std::int32_t> ids;
-  std::vector<float> weights;
-};
-
-inline HostRouting random_routing(std::int64_t T, int k, std::vector<int> experts,
-                                  std::uint64_t seed) {
-  HostRouting r;
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> w(0.05f, 1.0f);
-  for (std::int64_t t = 0; t < T; ++t) {
-    std::shuffle(experts.begin(), experts.end(), rng);
-    for (int j = 0; j < k; ++j) {
-      r.ids.push_back(experts[j]);
-      r.weights.push_back(w(rng));
-    }
-  }
-  return r;
-}
-
-inline std::vector<int> first_experts(int n) {
-  std::vector<int> e(n);
-  std::iota(e.begin(), e.end(), 0);
-  return e;
-}
 
 // One layer with random weights and inputs on the test space, external or
 // routed, with max_tokens rows of inputs and outputs.

@@ -17,6 +17,8 @@
 #include <KokkosMoE/KokkosMoE_ExpertParallel.hpp>
 #include <KokkosMoE/KokkosMoE_Reference.hpp>
 
+#include "TestRandom.hpp"
+
 #include <Kokkos_Core.hpp>
 #include <mpi.h>
 
@@ -35,6 +37,8 @@
 namespace {
 
 using namespace KokkosMoE;
+using Test::fill_uniform;
+using Test::random_weights;
 
 int g_rank = 0, g_size = 1, g_failures = 0;
 std::string g_test;
@@ -44,31 +48,6 @@ void expect(bool ok, const std::string& what) {
   ++g_failures;
   std::printf("rank %d: FAILED %s: %s\n", g_rank, g_test.c_str(), what.c_str());
   std::fflush(stdout);
-}
-
-// Uniform values in [lo, hi) from a seed; never all zero.
-template <class View>
-void fill_uniform(const View& v, double lo, double hi, std::uint64_t seed) {
-  using T = typename View::non_const_value_type;
-  auto host = Kokkos::create_mirror_view(v);
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  for (std::size_t i = 0; i < host.span(); ++i) host.data()[i] = T(float(dist(rng)));
-  Kokkos::deep_copy(v, host);
-}
-
-// Full weights, the same on every rank (one seed), scaled to keep O(1) values.
-template <class Scalar, class Mem>
-Weights<Scalar, Mem> random_weights(const Config& c, std::uint64_t seed) {
-  auto w = Weights<Scalar, Mem>::allocate(c);
-  const double gh = 1.0 / std::sqrt(double(c.hidden_size)),
-               df = 1.0 / std::sqrt(double(c.ffn_size));
-  fill_uniform(w.router, -gh, gh, seed + 1);
-  fill_uniform(w.bias, -0.1, 0.1, seed + 2);
-  fill_uniform(w.gate, -2 * gh, 2 * gh, seed + 3);
-  fill_uniform(w.up, -2 * gh, 2 * gh, seed + 4);
-  fill_uniform(w.down, -2 * df, 2 * df, seed + 5);
-  return w;
 }
 
 // Every token draws k distinct experts among `experts`, weights in [0.05, 1).
