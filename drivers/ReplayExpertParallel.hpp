@@ -374,13 +374,7 @@ inline void print_expert_parallel_report(std::ostream& os, const EpReport& r) {
   char line[320];
   std::snprintf(line, sizeof line, " --ep: %d ranks, experts in contiguous blocks\n", r.ranks);
   os << "kokkos-moe-replay " << r.run.trace << line;
-  std::snprintf(line, sizeof line, ": E=%d k=%d H=%lld F=%lld%s, dtype %s, device %s\n",
-                r.shape.experts, r.shape.top_k, (long long)r.shape.hidden, (long long)r.shape.ffn,
-                r.shape.reduce > 1
-                    ? (" (reduced by " + std::to_string(r.shape.reduce) + ")").c_str()
-                    : "",
-                r.dtype.c_str(), r.device.c_str());
-  os << "model " << r.run.model << line;
+  print_model(os, r.run.model, r.shape, r.dtype, r.device);
   std::snprintf(line, sizeof line,
                 "tokens %lld in batches of %lld split over the ranks; times are medians per "
                 "forward\n",

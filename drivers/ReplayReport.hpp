@@ -137,18 +137,24 @@ inline void print_layer_load(std::ostream& os, int index, const ExpertLoadStats&
   os << line;
 }
 
+// The replayed model: its name, shape, storage type and device. The name
+// (printable_text: up to 120 characters of up to 4 bytes) is written apart,
+// so that the fixed buffer never cuts the line.
+inline void print_model(std::ostream& os, const std::string& model, const Shape& shape,
+                        const std::string& dtype, const std::string& device) {
+  char line[256];
+  std::snprintf(line, sizeof line, ": E=%d k=%d H=%lld F=%lld%s, dtype %s, device %s\n",
+                shape.experts, shape.top_k, (long long)shape.hidden, (long long)shape.ffn,
+                shape.reduce > 1 ? (" (reduced by " + std::to_string(shape.reduce) + ")").c_str()
+                                 : "",
+                dtype.c_str(), device.c_str());
+  os << "model " << model << line;
+}
+
 inline void print_report(std::ostream& os, const Report& r) {
   char line[256];
   os << "kokkos-moe-replay " << r.trace << "\n";
-  // The model name (printable_text: up to 120 characters of up to 4 bytes)
-  // is written apart, so that the fixed buffer never cuts the line.
-  std::snprintf(line, sizeof line, ": E=%d k=%d H=%lld F=%lld%s, dtype %s, device %s\n",
-                r.shape.experts, r.shape.top_k, (long long)r.shape.hidden, (long long)r.shape.ffn,
-                r.shape.reduce > 1
-                    ? (" (reduced by " + std::to_string(r.shape.reduce) + ")").c_str()
-                    : "",
-                r.dtype.c_str(), r.device.c_str());
-  os << "model " << r.model << line;
+  print_model(os, r.model, r.shape, r.dtype, r.device);
   std::snprintf(line, sizeof line,
                 "tokens %lld in batches of %lld; times are medians per forward\n",
                 (long long)r.tokens, (long long)r.batch);
