@@ -57,6 +57,7 @@ class MpiRuntime {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    choose_device(argc, argv);
   }
   ~MpiRuntime() {
     if (active_) MPI_Finalize();
@@ -76,8 +77,30 @@ class MpiRuntime {
   }
 
  private:
+  // GPU builds: each rank on its node's GPUs by node-local rank
+  // (node_local_device), given to Kokkos as --kokkos-device-id, unless the
+  // command line chooses Kokkos' device itself.
+  void choose_device(int& argc, char**& argv) {
+#if defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
+    for (int i = 1; i < argc; ++i)
+      for (const char* chooser :
+           {"--kokkos-device-id", "--kokkos-map-device-id-by", "--kokkos-num-devices"})
+        if (std::strncmp(argv[i], chooser, std::strlen(chooser)) == 0) return;
+    device_arg_ = "--kokkos-device-id=" + std::to_string(node_local_device(MPI_COMM_WORLD));
+    args_.assign(argv, argv + argc);
+    args_.push_back(&device_arg_[0]);
+    args_.push_back(nullptr);
+    argc += 1;
+    argv = args_.data();
+#else
+    (void)argc, (void)argv;
+#endif
+  }
+
   bool active_ = false;
   int rank_ = 0, size_ = 1;
+  std::string device_arg_;
+  std::vector<char*> args_;  // argv with device_arg_
 };
 
 // An error every rank has alike: the layer's (it agrees on its errors
@@ -105,6 +128,7 @@ struct ExpertParallelRun {
   bool check = false, batch_invariant = false;
   std::int64_t capacity = 0;
   ExpertParallelOptions::GpuAware gpu_aware = ExpertParallelOptions::GpuAware::detect;
+  ExpertParallelOptions::Transport transport = ExpertParallelOptions::Transport::mpi;
 };
 
 // The phases of ExpertParallelTimes a replay reports (its routing is given).
@@ -155,6 +179,7 @@ struct EpCheck {
 
 struct EpLayerReport {
   int index = 0;
+  std::string transport;  // how rows travelled (transport_name)
   ExpertLoadStats load;
   std::vector<EpRankStats> ranks;  // every rank's, by rank
   EpCheck check;                   // over all ranks
@@ -224,6 +249,13 @@ inline std::vector<double> gather_all(const std::vector<double>& values) {
   return all;
 }
 
+// How the layer's rows travel, as the report says it.
+template <class EpLayer>
+std::string transport_name(const EpLayer& layer) {
+  if (layer.transport() == ExpertParallelOptions::Transport::nccl) return "nccl";
+  return layer.staged() ? "mpi, staged through host buffers" : "mpi";
+}
+
 // Replays the first T tokens of one layer in batches, each split across the ranks.
 template <class Scalar>
 EpLayerReport replay_layer_expert_parallel(const ExpertParallelRun& run, const Shape& s,
@@ -245,6 +277,7 @@ EpLayerReport replay_layer_expert_parallel(const ExpertParallelRun& run, const S
   ExpertParallelOptions options;
   options.capacity = run.capacity;
   options.gpu_aware = run.gpu_aware;
+  options.transport = run.transport;
   const auto mine = local_expert_weights(full, placement, me);
   ep_type layer = agreed([&] { return ep_type(c, MPI_COMM_WORLD, mine, placement, options); });
   // The single-device layer of --check holds every expert; without it the
@@ -349,6 +382,7 @@ EpLayerReport replay_layer_expert_parallel(const ExpertParallelRun& run, const S
 
   EpLayerReport r;
   r.index = tl.index;
+  r.transport = transport_name(layer);
   r.load = expert_load_stats(trace, tl, run.tokens);
   r.bitwise_required = std::is_same<Scalar, float>::value && run.batch_invariant;
   r.ranks.resize(std::size_t(P));
@@ -372,8 +406,10 @@ EpLayerReport replay_layer_expert_parallel(const ExpertParallelRun& run, const S
 
 inline void print_expert_parallel_report(std::ostream& os, const EpReport& r) {
   char line[320];
-  std::snprintf(line, sizeof line, " --ep: %d ranks, experts in contiguous blocks\n", r.ranks);
-  os << "kokkos-moe-replay " << r.run.trace << line;
+  std::snprintf(line, sizeof line, " --ep: %d ranks, experts in contiguous blocks, rows over ",
+                r.ranks);
+  os << "kokkos-moe-replay " << r.run.trace << line
+     << (r.layers.empty() ? "" : r.layers.front().transport) << "\n";
   print_model(os, r.run.model, r.shape, r.dtype, r.device);
   std::snprintf(line, sizeof line,
                 "tokens %lld in batches of %lld split over the ranks; times are medians per "
@@ -427,6 +463,7 @@ inline void write_expert_parallel_json(std::ostream& os, const EpReport& r) {
   };
   os << "{\n  \"trace\": " << json_string(r.run.trace) << ",\n  \"mode\": \"expert_parallel\""
      << ",\n  \"ranks\": " << r.ranks << ",\n  \"placement\": \"contiguous\""
+     << ",\n  \"transport\": " << json_string(r.layers.empty() ? "" : r.layers.front().transport)
      << ",\n  \"model\": " << json_string(r.run.model) << ",\n  \"dtype\": " << json_string(r.dtype)
      << ",\n  \"device\": " << json_string(r.device)
      << ",\n  \"shape\": {\"experts\": " << r.shape.experts << ", \"top_k\": " << r.shape.top_k

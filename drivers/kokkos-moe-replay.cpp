@@ -70,6 +70,11 @@ const char* const kUsageTail =
     "  --ep-capacity N        rows a rank may receive per forward (default: the worst case)\n"
     "  --ep-gpu-aware detect|yes|no\n"
     "                         whether MPI takes device buffers (default detect)\n"
+    "  --ep-transport mpi|nccl\n"
+    "                         how rows travel between ranks: MPI all-to-all (default) or\n"
+    "                         NCCL (CUDA builds with KokkosMoE_ENABLE_NCCL). GPU builds\n"
+    "                         put each rank on the GPU of its node-local rank unless a\n"
+    "                         --kokkos-device-id or --kokkos-map-device-id-by is given\n"
     "Kokkos options (--kokkos-threads=N with Kokkos 3, --kokkos-num-threads=N with\n"
     "Kokkos 4, ...) are passed to Kokkos.\n";
 
@@ -86,6 +91,7 @@ struct Options {
   bool ep = false;  // --ep
   std::int64_t ep_capacity = 0;
   std::string ep_gpu_aware = "detect";
+  std::string ep_transport = "mpi";
 };
 
 Options parse(int argc, char** argv) {
@@ -120,6 +126,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--ep") args.no_value(a), o.ep = true;
     else if (a == "--ep-capacity") o.ep_capacity = parse_int(args.value(a), a, 1);
     else if (a == "--ep-gpu-aware") o.ep_gpu_aware = args.value(a);
+    else if (a == "--ep-transport") o.ep_transport = args.value(a);
     else if (a.rfind("-", 0) == 0) throw UsageError("unknown option '" + a + "' (see --help)");
     else if (o.trace.empty()) o.trace = a;
     else throw UsageError("expects one trace file, got '" + o.trace + "' and '" + a + "'");
@@ -134,6 +141,8 @@ Options parse(int argc, char** argv) {
   if (o.ep && o.check_bits) throw UsageError("--check-bits is not available with --ep");
   if (o.ep_gpu_aware != "detect" && o.ep_gpu_aware != "yes" && o.ep_gpu_aware != "no")
     throw UsageError("--ep-gpu-aware: '" + o.ep_gpu_aware + "' is not one of detect, yes, no");
+  if (o.ep_transport != "mpi" && o.ep_transport != "nccl")
+    throw UsageError("--ep-transport: '" + o.ep_transport + "' is not one of mpi, nccl");
   // Forking an MPI process is unsafe with some transports.
   if (o.ep && !o.reader_given) o.isolate = false;
   if (!o.model.empty() && !find_preset(o.model))
@@ -351,6 +360,8 @@ int replay_ep(const Options& o, const Trace& trace, const Shape& s) {
   run.gpu_aware = o.ep_gpu_aware == "yes"  ? GpuAware::yes
                   : o.ep_gpu_aware == "no" ? GpuAware::no
                                            : GpuAware::detect;
+  run.transport = o.ep_transport == "nccl" ? ExpertParallelOptions::Transport::nccl
+                                           : ExpertParallelOptions::Transport::mpi;
   return replay_expert_parallel<Scalar>(run, trace, s);
 }
 #endif

@@ -66,6 +66,15 @@ elif [ "$backend" = cuda ]; then
   # Kokkos' nvcc_wrapper compiles the CUDA backend's C++; its default arch is
   # Hopper (sm_90) in our patched copy, and Kokkos adds the configured arch.
   extra+=(-DCMAKE_CXX_COMPILER="$prefix/bin/nvcc_wrapper")
+  # The expert-parallel layer with MPI, and its NCCL transport where nccl.h
+  # is under NCCL_ROOT or beside nvcc (CUDA 13 toolkits ship NCCL).
+  extra+=(-DKokkosMoE_ENABLE_MPI=ON)
+  nvcc_include=$(dirname "$(readlink -f "$(command -v nvcc)")")/../include
+  if [ -n "${NCCL_ROOT:-}" ] || [ -f "$nvcc_include/nccl.h" ]; then
+    extra+=(-DKokkosMoE_ENABLE_NCCL=ON ${NCCL_ROOT:+-DNCCL_ROOT="$NCCL_ROOT"})
+  else
+    extra+=(-DKokkosMoE_ENABLE_NCCL=OFF)
+  fi
   # ccache would key the compiler on the wrapper script's mtime; its
   # --version (nvcc's) changes with the CUDA toolkit instead.
   ccache_env+=("CCACHE_COMPILERCHECK=%compiler% --version")

@@ -8,6 +8,7 @@
 #   scripts/gpu.sh check BUNDLE [OUT]
 #   scripts/gpu.sh perf BUNDLE OUT PATTERN "TOKENS..." [replay options...]
 #   scripts/gpu.sh sanitize BUNDLE [OUT]
+#   scripts/gpu.sh ep BUNDLE [OUT]
 #   scripts/gpu.sh env BUNDLE COMMAND [ARGS...]
 #   scripts/gpu.sh --help
 #
@@ -33,6 +34,13 @@
 #           test, racecheck on the expert-kernel tests, the launch/fence and
 #           graph tests and the bf16 layer cases (every tile shape); logs
 #           OUT/memcheck.log and OUT/racecheck.log. Exit 1 on any error.
+# ep        expert parallelism on 2 ranks (the machine's Open MPI; builds
+#           with KokkosMoE_ENABLE_MPI, and NCCL for its half): the EP tests
+#           and kokkos-moe-replay --ep --check over MPI and over NCCL, on the
+#           bundled Mixtral trace (bf16; fp32 batch-invariant, bitwise) and
+#           DeepSeek-V3 prefill trace (4096 tokens), logged as check does.
+#           Ranks that share a GPU reach NCCL as hosts of their own
+#           (ep_mpirun below).
 # env       runs COMMAND with the bundle's libraries and the CUDA install's
 #           cuBLAS on the loader path, as the commands above do (for a run of
 #           a bundled binary by hand).
@@ -70,12 +78,38 @@ cmd_bundle() {  # BUILD_DIR BUNDLE [TRACE.h5...]
   rm -rf "$bundle" && mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/traces"
   cp "$build/tests/KokkosMoE_tests" "$build/tests/trace/kokkosmoe_trace_tests" \
     "$build/drivers/kokkos-moe-replay" "$build/drivers/kokkos-moe-trace" "$bundle/bin/"
+  if [ -f "$build/tests/ep/KokkosMoE_ep_tests" ]; then
+    cp "$build/tests/ep/KokkosMoE_ep_tests" "$bundle/bin/"
+  fi
   strip "$bundle"/bin/*
-  for b in "$bundle"/bin/*; do ldd "$b" | awk '/=>/ {print $3}'; done | sort -u |
+  # Not MPI's runtime (it must match the machine's mpirun) nor NCCL: the
+  # machine's own.
+  for b in "$bundle"/bin/*; do ldd "$b" | awk '/=> \// {print $3}'; done | sort -u |
     grep -v -E '/(libc|libm|libstdc\+\+|libgcc_s|libdl|libpthread|librt)\.so|cuda' |
+    grep -v -E '/lib(mpi|mpi_cxx|open-rte|open-pal|pmix|hwloc|event|nccl)[-_.]' |
     xargs -r -I{} cp -L {} "$bundle/lib/"
   cp "$root"/inputs/*.h5 "$@" "$bundle/traces/"
   du -sh "$bundle"
+}
+
+# check NAME COMMAND...: runs it, logged to $out/NAME.log, its tail and exit
+# code to $out/summary.log; a failure sets status=1 (the caller's locals).
+check() {
+  local name=$1 rc
+  shift
+  echo "== $name: $*" | tee -a "$out/summary.log"
+  "$@" >"$out/$name.log" 2>&1
+  rc=$?
+  tail -n 4 "$out/$name.log" | tee -a "$out/summary.log"
+  echo "-> exit $rc" | tee -a "$out/summary.log"
+  [ $rc -eq 0 ] || status=1
+}
+
+machine_summary() {  # OUT: date and GPU, the first lines of OUT/summary.log
+  {
+    date -u
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  } | tee "$1/summary.log"
 }
 
 cmd_check() {  # BUNDLE [OUT]
@@ -86,20 +120,7 @@ cmd_check() {  # BUNDLE [OUT]
   mkdir -p "$out"
   bundle_env "$bundle"
   bin=$bundle/bin
-  check() {  # name, command...: log to OUT/name.log, remember failures
-    local name=$1 rc
-    shift
-    echo "== $name: $*" | tee -a "$out/summary.log"
-    "$@" >"$out/$name.log" 2>&1
-    rc=$?
-    tail -n 4 "$out/$name.log" | tee -a "$out/summary.log"
-    echo "-> exit $rc" | tee -a "$out/summary.log"
-    [ $rc -eq 0 ] || status=1
-  }
-  {
-    date -u
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-  } | tee "$out/summary.log"
+  machine_summary "$out"
   check unit-tests "$bin/KokkosMoE_tests"
   check trace-tests "$bin/kokkosmoe_trace_tests"
   check replay-default-bf16 "$bin/kokkos-moe-replay" "$bundle/traces/mixtral-8x7b-zipf0.3.h5" \
@@ -167,6 +188,53 @@ cmd_sanitize() {  # BUNDLE [OUT]
   return $status
 }
 
+# mpirun -np RANKS COMMAND... with the machine's Open MPI. Where the
+# machine has fewer GPUs than ranks (ranks share one), NCCL would refuse the
+# ranks of one GPU ("Duplicate GPU detected"): each rank then gets an
+# NCCL_HOSTID of its own, so that NCCL takes them for hosts of their own and
+# joins them over its socket transport on the loopback interface. A test
+# set-up, not a speed: on a machine with a GPU a rank NCCL uses NVLink.
+ep_mpirun() {  # RANKS COMMAND...
+  local ranks=$1 gpus
+  shift
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+  if [ "$gpus" -lt "$ranks" ]; then
+    mpirun --allow-run-as-root --oversubscribe -np "$ranks" -x NCCL_SOCKET_IFNAME=lo \
+      bash -c 'NCCL_HOSTID=kokkos-moe-rank-$OMPI_COMM_WORLD_RANK exec "$@"' ep-rank "$@"
+  else
+    mpirun --allow-run-as-root -np "$ranks" "$@"
+  fi
+}
+
+cmd_ep() {  # BUNDLE [OUT]
+  [ $# -ge 1 ] || die_usage "ep: BUNDLE [OUT]"
+  local bundle out bin status=0 transport trace
+  bundle=$(bundle_dir "$1")
+  out=${2:-${OUT:-./gpu-out}}
+  mkdir -p "$out"
+  bundle_env "$bundle"
+  bin=$bundle/bin
+  machine_summary "$out"
+  mpirun --version | head -n 1 | tee -a "$out/summary.log"
+  export NCCL_DEBUG=${NCCL_DEBUG:-VERSION}
+  for transport in mpi nccl; do
+    export KOKKOSMOE_EP_TEST_TRANSPORT=$transport
+    check "ep-tests-$transport" ep_mpirun 2 "$bin/KokkosMoE_ep_tests"
+    trace=$bundle/traces/mixtral-8x7b-zipf0.3.h5
+    check "replay-ep-$transport-bf16" ep_mpirun 2 "$bin/kokkos-moe-replay" "$trace" --ep \
+      --ep-transport $transport --check --json "$out/replay-ep-$transport-bf16.json"
+    check "replay-ep-$transport-fp32-bitwise" ep_mpirun 2 "$bin/kokkos-moe-replay" "$trace" \
+      --ep --ep-transport $transport --dtype fp32 --batch-invariant --check --repeat 5 --warmup 1
+    for trace in "$bundle"/traces/deepseek-v3-prefill*.h5; do
+      [ -f "$trace" ] || continue
+      check "replay-ep-$transport-deepseek" ep_mpirun 2 "$bin/kokkos-moe-replay" "$trace" --ep \
+        --ep-transport $transport --layers 3 --max-tokens 4096 --tokens 4096 --check \
+        --json "$out/replay-ep-$transport-deepseek.json"
+    done
+  done
+  return $status
+}
+
 cmd_env() {  # BUNDLE COMMAND [ARGS...]
   [ $# -ge 2 ] || die_usage "env: BUNDLE COMMAND [ARGS...]"
   local bundle
@@ -181,6 +249,6 @@ command=$1
 shift
 case $command in
   -h | --help | help) usage ;;
-  bundle | check | perf | sanitize | env) "cmd_$command" "$@" ;;
+  bundle | check | perf | sanitize | ep | env) "cmd_$command" "$@" ;;
   *) die_usage "unknown command '$command'" ;;
 esac

@@ -19,7 +19,10 @@
 #include <Kokkos_Core.hpp>
 #include <mpi.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -89,10 +92,15 @@ struct ExpertParallelOptions {
   // forward that would exceed it throws on every rank. 0: the worst case,
   // every rank's max_tokens times top_k, summed over the ranks.
   std::int64_t capacity = 0;
-  // How rows travel: MPI all-to-all (NCCL is not built yet).
-  enum class Transport { mpi };
+  // How rows travel: MPI all-to-all collectives, or NCCL's grouped sends
+  // and receives on the layer's CUDA stream (builds with
+  // KokkosMoE_ENABLE_NCCL, Cuda execution space; the communicator is made
+  // from the MPI one, each rank on the GPU its Kokkos uses). The counts of
+  // rows always travel over MPI, which the host needs to size the exchange.
+  enum class Transport { mpi, nccl };
   Transport transport = Transport::mpi;
-  // Whether MPI takes the layer's device buffers: yes; no (rows go through
+  // Whether MPI takes the layer's device buffers (MPI transport only: NCCL
+  // always does): yes; no (rows go through
   // host buffers; on a host backend that is one more copy, which tests the
   // path); detect (the environment variable KOKKOSMOE_EP_GPU_AWARE=0|1 if
   // set, else MPIX_Query_cuda_support or MPIX_Query_rocm_support where
@@ -124,7 +132,18 @@ struct ExpertParallelTimes {
   std::int64_t bytes_received() const { return dispatch_bytes_received + combine_bytes_received; }
 };
 
+// Whether this build has the NCCL transport (KokkosMoE_ENABLE_NCCL).
+bool nccl_available();
+
+// The GPU a rank should use where each node runs several ranks: its rank
+// among the ranks of comm on its node, modulo the GPUs visible to it (CUDA
+// or HIP builds; 0 on host backends). Collective over comm; call it between
+// MPI_Init and Kokkos::initialize and pass it as Kokkos' device id.
+int node_local_device(MPI_Comm comm);
+
 namespace Impl {
+class NcclCommunicator;  // src/ep/KokkosMoE_EP_Nccl.hpp
+
 // The layer's own duplicate of the caller's communicator (its collectives
 // never match the caller's) and the MPI datatype of one row of H values, so
 // that counts are rows and fit an int for any width. Freed with the layer,
@@ -210,6 +229,7 @@ class ExpertParallelLayer {
   // Whether rows go to MPI through host buffers (device memory, MPI not
   // GPU-aware).
   bool staged() const { return staged_; }
+  ExpertParallelOptions::Transport transport() const { return options_.transport; }
   const ExpertParallelTimes& last_times() const { return times_; }
   // The routing of the last forward with the router.
   ids_view routing_ids() const { return router_.ids; }
@@ -228,11 +248,18 @@ class ExpertParallelLayer {
   // The message of the first malformed routing row among num_tokens, or "".
   std::string routing_error(const const_ids_view& ids, const const_weights_view& routing_weights,
                             std::int64_t num_tokens) const;
-  // One all-to-all of items `width` values of T wide (through the host
-  // buffers where staged); counts and displacements in items.
-  template <class T>
-  void exchange(const T* send, T* recv, T* host_send, T* host_recv, std::int64_t width,
-                MPI_Datatype type, const std::vector<int>& send_counts,
+  // One all-to-all of each payload (through the host buffers where staged;
+  // with NCCL, all payloads in one group); counts and displacements in
+  // items, the same for every payload.
+  struct Payload {
+    const void* send;
+    void* recv;
+    void* host_send;
+    void* host_recv;
+    std::size_t item_bytes;
+    MPI_Datatype type;
+  };
+  void exchange(std::initializer_list<Payload> payloads, const std::vector<int>& send_counts,
                 const std::vector<int>& send_displs, const std::vector<int>& recv_counts,
                 const std::vector<int>& recv_displs);
   std::string where() const;  // "KokkosMoE::ExpertParallelLayer: rank r: "
@@ -242,6 +269,7 @@ class ExpertParallelLayer {
   ExpertParallelOptions options_;
   execution_space exec_;
   Impl::ExpertParallelComm comm_;
+  std::shared_ptr<Impl::NcclCommunicator> nccl_;  // with Transport::nccl
   std::int64_t capacity_ = 0;
   bool staged_ = false;
 

@@ -21,6 +21,7 @@
 
 #include "KokkosMoE_EP_Agreement.hpp"
 #include "KokkosMoE_EP_ExchangePlan.hpp"
+#include "KokkosMoE_EP_Nccl.hpp"
 #include "KokkosMoE_EP_Transport.hpp"
 #include "KokkosMoE_Router.hpp"
 #include "KokkosMoE_Routing_Impl.hpp"
@@ -94,6 +95,23 @@ void require_extents(const View& v, std::initializer_list<std::int64_t> want, co
   }
 }
 
+// The stream NCCL enqueues on: the execution space instance's (Cuda only).
+template <class ExecutionSpace>
+constexpr bool has_nccl_stream() {
+#ifdef KOKKOS_ENABLE_CUDA
+  return std::is_same<ExecutionSpace, Kokkos::Cuda>::value;
+#else
+  return false;
+#endif
+}
+template <class ExecutionSpace>
+void* nccl_stream(const ExecutionSpace&) {
+  return nullptr;
+}
+#ifdef KOKKOS_ENABLE_CUDA
+inline void* nccl_stream(const Kokkos::Cuda& exec) { return exec.cuda_stream(); }
+#endif
+
 }  // namespace Impl
 
 template <class ExecutionSpace, class Scalar>
@@ -139,10 +157,19 @@ ExpertParallelLayer<ExecutionSpace, Scalar>::ExpertParallelLayer(
                                   std::to_string(options_.capacity));
     if (H * std::int64_t(sizeof(Scalar)) > INT_MAX)
       throw std::invalid_argument("a row of hidden_size values exceeds 2^31 - 1 bytes");
-    // GpuAware::no stages on host backends too (a host copy): the same path
-    // as on GPUs without a GPU-aware MPI, testable anywhere.
-    staged_ = options_.gpu_aware == ExpertParallelOptions::GpuAware::no ||
-              (!host_memory && !Impl::mpi_takes_device_memory(options_.gpu_aware));
+    if (options_.transport == ExpertParallelOptions::Transport::nccl) {
+      if (!nccl_available())
+        throw std::invalid_argument(
+            "the NCCL transport is not in this build (configure with KokkosMoE_ENABLE_NCCL=ON)");
+      if (!Impl::has_nccl_stream<ExecutionSpace>())
+        throw std::invalid_argument("the NCCL transport needs the Cuda execution space, not " +
+                                    std::string(ExecutionSpace::name()));
+    } else {
+      // GpuAware::no stages on host backends too (a host copy): the same
+      // path as on GPUs without a GPU-aware MPI, testable anywhere.
+      staged_ = options_.gpu_aware == ExpertParallelOptions::GpuAware::no ||
+                (!host_memory && !Impl::mpi_takes_device_memory(options_.gpu_aware));
+    }
   } catch (const std::exception& e) {
     error = where() + e.what();
   }
@@ -164,6 +191,12 @@ ExpertParallelLayer<ExecutionSpace, Scalar>::ExpertParallelLayer(
           {"the expert placement", std::int64_t(placement_.fingerprint() >> 1), false},
           {"the transport", int(options_.transport)}});
   if (!differs.empty()) throw std::invalid_argument("KokkosMoE::ExpertParallelLayer: " + differs);
+  if (options_.transport == ExpertParallelOptions::Transport::nccl) {
+    std::string nccl_error;
+    nccl_ = Impl::make_nccl_communicator(c, nccl_error);
+    if (!nccl_error.empty()) nccl_error = where() + nccl_error;
+    Impl::throw_first_error(c, {{nccl_error, Impl::ErrorKind::runtime_error}});
+  }
 
   // Capacity: by default the worst case, every rank's tokens to this rank.
   std::int64_t all_tokens = config_.max_tokens;
@@ -290,28 +323,43 @@ std::string ExpertParallelLayer<ExecutionSpace, Scalar>::routing_error(
 }
 
 template <class ExecutionSpace, class Scalar>
-template <class T>
-void ExpertParallelLayer<ExecutionSpace, Scalar>::exchange(
-    const T* send, T* recv, T* host_send, T* host_recv, std::int64_t width, MPI_Datatype type,
-    const std::vector<int>& send_counts, const std::vector<int>& send_displs,
-    const std::vector<int>& recv_counts, const std::vector<int>& recv_displs) {
+void ExpertParallelLayer<ExecutionSpace, Scalar>::exchange(std::initializer_list<Payload> payloads,
+                                                           const std::vector<int>& send_counts,
+                                                           const std::vector<int>& send_displs,
+                                                           const std::vector<int>& recv_counts,
+                                                           const std::vector<int>& recv_displs) {
   const MPI_Comm c = comm_.comm();
-  exec_.fence();  // the kernels that wrote `send` are done
+  if (nccl_) {
+    // Stream-ordered after the kernels that wrote the send buffers.
+    std::vector<Impl::NcclPayload> blocks;
+    for (const Payload& p : payloads) blocks.push_back({p.send, p.recv, p.item_bytes});
+    Impl::nccl_all_to_all(*nccl_, Impl::nccl_stream(exec_), blocks, send_counts, send_displs,
+                          recv_counts, recv_displs);
+    return;
+  }
+  exec_.fence();  // the kernels that wrote the send buffers are done
   if (!staged_) {
-    Impl::exchange_items(c, type, send, send_counts, send_displs, recv, recv_counts, recv_displs);
+    for (const Payload& p : payloads)
+      Impl::exchange_items(c, p.type, p.send, send_counts, send_displs, p.recv, recv_counts,
+                           recv_displs);
     return;
   }
   // Only the rows in use travel through the host buffers.
-  using unmanaged = Kokkos::MemoryTraits<Kokkos::Unmanaged>;
-  const std::size_t sent = std::size_t(send_displs.back() + send_counts.back()) * width;
-  const std::size_t got = std::size_t(recv_displs.back() + recv_counts.back()) * width;
-  Kokkos::deep_copy(exec_, Kokkos::View<T*, Kokkos::HostSpace, unmanaged>(host_send, sent),
-                    Kokkos::View<const T*, memory_space, unmanaged>(send, sent));
+  using bytes = Kokkos::View<char*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+  using device_bytes = Kokkos::View<char*, memory_space, Kokkos::MemoryUnmanaged>;
+  const std::size_t sent = std::size_t(send_displs.back() + send_counts.back());
+  const std::size_t got = std::size_t(recv_displs.back() + recv_counts.back());
+  for (const Payload& p : payloads)
+    Kokkos::deep_copy(exec_, bytes(static_cast<char*>(p.host_send), sent * p.item_bytes),
+                      device_bytes(static_cast<char*>(const_cast<void*>(p.send)),
+                                   sent * p.item_bytes));
   exec_.fence();
-  Impl::exchange_items(c, type, host_send, send_counts, send_displs, host_recv, recv_counts,
-                       recv_displs);
-  Kokkos::deep_copy(exec_, Kokkos::View<T*, memory_space, unmanaged>(recv, got),
-                    Kokkos::View<const T*, Kokkos::HostSpace, unmanaged>(host_recv, got));
+  for (const Payload& p : payloads)
+    Impl::exchange_items(c, p.type, p.host_send, send_counts, send_displs, p.host_recv, recv_counts,
+                         recv_displs);
+  for (const Payload& p : payloads)
+    Kokkos::deep_copy(exec_, device_bytes(static_cast<char*>(p.recv), got * p.item_bytes),
+                      bytes(static_cast<char*>(p.host_recv), got * p.item_bytes));
   exec_.fence();
 }
 
@@ -398,6 +446,7 @@ void ExpertParallelLayer<ExecutionSpace, Scalar>::exchange_and_compute(
   }
 
   const std::int64_t A = n * k;
+  const std::size_t row_bytes = std::size_t(H) * sizeof(Scalar);
   {
     Phase phase(exec_, "KokkosMoE::ep::pack", times_.pack);
     if (A > 0) {
@@ -415,12 +464,11 @@ void ExpertParallelLayer<ExecutionSpace, Scalar>::exchange_and_compute(
   }
   {
     Phase phase(exec_, "KokkosMoE::ep::dispatch_exchange", times_.dispatch_exchange);
-    exchange<Scalar>(send_rows_.data(), recv_rows_.data(), host_send_rows_.data(),
-                     host_recv_rows_.data(), H, comm_.row_type(), send_counts_, send_displs_,
-                     recv_counts_, recv_displs_);
-    exchange<std::int32_t>(send_experts_.data(), recv_experts_.data(), host_send_experts_.data(),
-                           host_recv_experts_.data(), 1, MPI_INT32_T, send_counts_, send_displs_,
-                           recv_counts_, recv_displs_);
+    exchange({{send_rows_.data(), recv_rows_.data(), host_send_rows_.data(), host_recv_rows_.data(),
+               row_bytes, comm_.row_type()},
+              {send_experts_.data(), recv_experts_.data(), host_send_experts_.data(),
+               host_recv_experts_.data(), sizeof(std::int32_t), MPI_INT32_T}},
+             send_counts_, send_displs_, recv_counts_, recv_displs_);
   }
   {
     Phase phase(exec_, "KokkosMoE::ep::expert_compute", times_.expert_compute);
@@ -430,9 +478,9 @@ void ExpertParallelLayer<ExecutionSpace, Scalar>::exchange_and_compute(
     // The results go back the way their rows came: each lands on the send
     // row its assignment left from.
     Phase phase(exec_, "KokkosMoE::ep::combine_exchange", times_.combine_exchange);
-    exchange<Scalar>(recv_out_.data(), send_rows_.data(), host_recv_rows_.data(),
-                     host_send_rows_.data(), H, comm_.row_type(), recv_counts_, recv_displs_,
-                     send_counts_, send_displs_);
+    exchange({{recv_out_.data(), send_rows_.data(), host_recv_rows_.data(), host_send_rows_.data(),
+               row_bytes, comm_.row_type()}},
+             recv_counts_, recv_displs_, send_counts_, send_displs_);
   }
   {
     Phase phase(exec_, "KokkosMoE::ep::combine", times_.combine);
@@ -442,14 +490,13 @@ void ExpertParallelLayer<ExecutionSpace, Scalar>::exchange_and_compute(
                                                                      routing_weights, out, H, k});
   }
 
-  const std::int64_t row_bytes = H * std::int64_t(sizeof(Scalar));
   const std::int64_t own = send_counts_[std::size_t(me)];  // == recv_counts_[me]
   times_.rows_sent = A;
   times_.rows_received = received;
-  times_.dispatch_bytes_sent = (A - own) * (row_bytes + 4);
-  times_.dispatch_bytes_received = (received - own) * (row_bytes + 4);
-  times_.combine_bytes_sent = (received - own) * row_bytes;
-  times_.combine_bytes_received = (A - own) * row_bytes;
+  times_.dispatch_bytes_sent = (A - own) * std::int64_t(row_bytes + 4);
+  times_.dispatch_bytes_received = (received - own) * std::int64_t(row_bytes + 4);
+  times_.combine_bytes_sent = (received - own) * std::int64_t(row_bytes);
+  times_.combine_bytes_received = (A - own) * std::int64_t(row_bytes);
 }
 
 }  // namespace KokkosMoE

@@ -26,6 +26,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -42,6 +43,18 @@ using Test::random_weights;
 
 int g_rank = 0, g_size = 1, g_failures = 0;
 std::string g_test;
+// The transport of every layer the tests make: KOKKOSMOE_EP_TEST_TRANSPORT
+// (mpi, the default, or nccl), so that the same tests check either.
+ExpertParallelOptions::Transport g_transport = ExpertParallelOptions::Transport::mpi;
+
+template <class Space>
+constexpr bool is_cuda() {
+#ifdef KOKKOS_ENABLE_CUDA
+  return std::is_same<Space, Kokkos::Cuda>::value;
+#else
+  return false;
+#endif
+}
 
 void expect(bool ok, const std::string& what) {
   if (ok) return;
@@ -154,7 +167,9 @@ struct Problem {
     fill_uniform(out, -1.0, 1.0, seed + 200);  // stale values must be overwritten
   }
 
-  ep_type make(const ExpertPlacement& placement, const ExpertParallelOptions& options = {}) const {
+  ep_type make(const ExpertPlacement& placement, ExpertParallelOptions options = {}) const {
+    // NCCL on the Cuda space; the other spaces of the build over MPI.
+    if (is_cuda<Space>()) options.transport = g_transport;
     return ep_type(config, MPI_COMM_WORLD, local_expert_weights(full, placement, g_rank), placement,
                    options);
   }
@@ -203,8 +218,13 @@ void check_given_routing(const Shape& s, const ExpertPlacement& placement,
   const std::int64_t n = tokens_of(g_rank, s.max_tokens);
   random_routing(p.ids, p.weights, n, s.k, experts, 31 + std::uint64_t(g_rank));
   auto layer = p.make(placement, options);
-  // Host memory: through host buffers only when asked to.
-  expect(layer.staged() == (options.gpu_aware == ExpertParallelOptions::GpuAware::no), "staged()");
+  // Through host buffers when asked to, on host memory only then; never with NCCL.
+  const bool asked = options.gpu_aware == ExpertParallelOptions::GpuAware::no;
+  if (layer.transport() == ExpertParallelOptions::Transport::nccl)
+    expect(!layer.staged(), "staged()");
+  else if (asked ||
+           Kokkos::SpaceAccessibility<Kokkos::HostSpace, typename Space::memory_space>::accessible)
+    expect(layer.staged() == asked, "staged()");
   layer.forward(p.x, p.ids, p.weights, p.out, n);
   Kokkos::fence();
   p.single_device(n, false);
@@ -408,6 +428,20 @@ void errors() {
       "rank " + std::to_string(last) + ": num_tokens = 25 is outside [0, max_tokens = 24]");
   valid_forward("too many tokens");
 
+  g_test = "the NCCL transport where it cannot run";
+  if (!nccl_available() || !is_cuda<Space>()) {
+    ExpertParallelOptions o;
+    o.transport = ExpertParallelOptions::Transport::nccl;
+    expect_thrown_everywhere<std::invalid_argument>(
+        [&] {
+          ExpertParallelLayer<Space, Scalar>(p.config, MPI_COMM_WORLD,
+                                             local_expert_weights(p.full, blocks, g_rank), blocks,
+                                             o);
+        },
+        nccl_available() ? "the NCCL transport needs the Cuda execution space"
+                         : "the NCCL transport is not in this build");
+  }
+
   g_test = "capacity exceeded on rank 0";
   {
     // Every rank sends 8 tokens to rank 0's first expert.
@@ -529,6 +563,13 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   Kokkos::initialize(argc, argv);
   const std::string which = argc > 1 ? argv[1] : "all";
+  if (const char* t = std::getenv("KOKKOSMOE_EP_TEST_TRANSPORT")) {
+    if (std::strcmp(t, "nccl") == 0) g_transport = ExpertParallelOptions::Transport::nccl;
+    else if (std::strcmp(t, "mpi") != 0) {
+      if (g_rank == 0) std::printf("KOKKOSMOE_EP_TEST_TRANSPORT is '%s', not mpi or nccl\n", t);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+  }
   try {
     if (which == "outputs" || which == "all") {
       placement();
