@@ -66,14 +66,17 @@ elif [ "$backend" = cuda ]; then
   # Kokkos' nvcc_wrapper compiles the CUDA backend's C++; its default arch is
   # Hopper (sm_90) in our patched copy, and Kokkos adds the configured arch.
   extra+=(-DCMAKE_CXX_COMPILER="$prefix/bin/nvcc_wrapper")
-  # The expert-parallel layer with MPI, and its NCCL transport where nccl.h
-  # is under NCCL_ROOT or beside nvcc (CUDA 13 toolkits ship NCCL).
-  extra+=(-DKokkosMoE_ENABLE_MPI=ON)
+  # The expert-parallel layer where MPI is installed (the host backend's
+  # dependencies), with its NCCL transport where nccl.h is under NCCL_ROOT or
+  # beside nvcc (CUDA 13 toolkits ship NCCL).
   nvcc_include=$(dirname "$(readlink -f "$(command -v nvcc)")")/../include
-  if [ -n "${NCCL_ROOT:-}" ] || [ -f "$nvcc_include/nccl.h" ]; then
-    extra+=(-DKokkosMoE_ENABLE_NCCL=ON ${NCCL_ROOT:+-DNCCL_ROOT="$NCCL_ROOT"})
+  if ! command -v mpicxx >/dev/null; then
+    extra+=(-DKokkosMoE_ENABLE_MPI=OFF -DKokkosMoE_ENABLE_NCCL=OFF)
+  elif [ -n "${NCCL_ROOT:-}" ] || [ -f "$nvcc_include/nccl.h" ]; then
+    extra+=(-DKokkosMoE_ENABLE_MPI=ON -DKokkosMoE_ENABLE_NCCL=ON
+      ${NCCL_ROOT:+-DNCCL_ROOT="$NCCL_ROOT"})
   else
-    extra+=(-DKokkosMoE_ENABLE_NCCL=OFF)
+    extra+=(-DKokkosMoE_ENABLE_MPI=ON -DKokkosMoE_ENABLE_NCCL=OFF)
   fi
   # ccache would key the compiler on the wrapper script's mtime; its
   # --version (nvcc's) changes with the CUDA toolkit instead.
