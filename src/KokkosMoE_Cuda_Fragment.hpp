@@ -221,12 +221,12 @@ struct CudaTensorCoreFragment {
   }
 
   // Calls f(m, n, runs...) with a ValueRun of each accumulator, of the
-  // pair of columns (n, n + 1) of row m this thread holds (Width 2) or of
-  // one element (Width 1: the split-K partial sums of gate/up, stored one
-  // float at a time).
+  // pair of columns (n, n + 1) of row m this thread holds (Width 2 or more)
+  // or of one element (Width 1: the split-K partial sums of gate/up, stored
+  // one float at a time).
   template <int Width, class Member, class F, class... Acc>
   KOKKOS_INLINE_FUNCTION static void store(const Member& member, const F& f, Acc&... acc) {
-    static_assert(Width == 1 || Width == 2, "a thread holds pairs of columns");
+    static_assert(Width >= 1, "runs of at least one value");
     const int warp = member.team_rank() / 32, lane = member.team_rank() % 32;
     const int row0 = (warp / warps_n) * warp_m + lane / 4;
     const int col0 = (warp % warps_n) * warp_n + (lane % 4) * 2;
@@ -237,8 +237,8 @@ struct CudaTensorCoreFragment {
 #pragma unroll
       for (int j = 0; j < frags_n; ++j)
 #pragma unroll
-        for (int e = 0; e < 4; e += Width) {
-          if constexpr (Width == 2)
+        for (int e = 0; e < 4; e += (Width >= 2 ? 2 : 1)) {
+          if constexpr (Width >= 2)
             f(row0 + i * 16 + (e / 2) * 8, col0 + j * 8,
               ValueRun<2>{{acc.c[i][j][e], acc.c[i][j][e + 1]}}...);
           else

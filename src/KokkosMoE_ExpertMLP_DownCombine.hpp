@@ -118,7 +118,7 @@ struct DownKernel
     const int H = int(down.extent(1));
     const int cols = H - w.first_col < BN ? H - w.first_col : BN;
     float* const y0 = &y(std::int64_t(w.split) * assignments + w.first_row, w.first_col);
-    frag::template store<2>(
+    frag::template store<base::max_run>(
         m,
         [&](int r, int n, const auto& v) {
           if (r < w.rows && n < cols) store_run(y0 + std::int64_t(r) * H + n, v, cols - n);

@@ -21,7 +21,9 @@
 namespace KokkosMoE {
 namespace Impl {
 
-KOKKOS_INLINE_FUNCTION float silu_times(float g, float u) { return g / (1.0f + math::exp(-g)) * u; }
+KOKKOS_INLINE_FUNCTION float silu_times(float g, float u) {
+  return g / (1.0f + fast_math::exp_fp32(-g)) * u;
+}
 // The same for values rounded to 16 bits next (see fast_math: errors of a
 // few float ulp, far below bf16's or fp16's rounding).
 KOKKOS_INLINE_FUNCTION float silu_times_rounded(float g, float u) {
@@ -190,7 +192,7 @@ struct GateUpKernel
     // Tile-major h: every row of the tile, the unused ones zero (their x
     // rows are).
     const int row0 = this->operand_row(w), rows = this->tile_major() ? BM : w.rows;
-    frag::template store<2>(
+    frag::template store<base::max_run>(
         m,
         [&](int r, int n, const auto& g, const auto& u) {
           if (r < rows && n < cols)

@@ -31,6 +31,9 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   using policy = typename schedule::policy;
   using member = typename policy::member_type;
   static constexpr int BM = frag::tile_m, BN = frag::tile_n, BK = frag::tile_k;
+  // The widest run of output columns the kernels' stores take at once
+  // (frag::store hands runs as wide as its layout allows, up to this).
+  static constexpr int max_run = 16;
   static_assert(check_fragment<Frag, Scalar, member>(),
                 "the expert kernels need a matrix fragment: KokkosMoE_FragmentContract.hpp");
 
@@ -54,7 +57,10 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   static constexpr int S = frag::stages;
   static constexpr int F = frag::mma_in_flight;
   static constexpr int L = S - 1 - F;
-  static_assert(L >= 1, "a stage to load while another multiplies");
+  // L = 0 (one stage): load a step, then multiply it; for one-thread teams
+  // only, whose barrier after the load is the thread's own order.
+  static_assert(L >= 1 || (L == 0 && frag::team_threads == 1),
+                "a stage to load while another multiplies");
 
   // Stage b of an S-stage operand tile: rows [b * rows, (b + 1) * rows).
   // (Made from a pointer: choosing between tile objects at run time would
@@ -68,7 +74,7 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   // team and buffer s % S is free.
   KOKKOS_INLINE_FUNCTION static void begin_step(const member& m, int s) {
     if (s < L) return;
-    frag::template wait_copies<L - 1>();
+    if constexpr (L > 0) frag::template wait_copies<L - 1>();
     m.team_barrier();
   }
 

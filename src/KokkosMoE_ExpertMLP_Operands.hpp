@@ -65,6 +65,10 @@ struct OperandLoader {
       return;
     }
     const Scalar* src = row_at(r) + c;
+    if (c + Count <= cols) {  // the whole run: no bound to test
+      for (int v = 0; v < Count; ++v) *frag::element(t, r, c + v) = frag::to_operand(src[v]);
+      return;
+    }
     for (int v = 0; v < Count; ++v)
       *frag::element(t, r, c + v) = c + v < cols ? frag::to_operand(src[v]) : operand(0.0f);
   }
@@ -83,10 +87,14 @@ struct OperandLoader {
       if (vector && r < rows && c + V <= cols) frag::copy16(frag::element(t, r, c), row_at(r) + c);
       else convert<V>(t, r, c, rows, cols, row_at);
     };
-    if (loader_threads == 0 && threads == 1) {
-      // One thread (host backends): row by row, one row start each. (Not
-      // compiled into fragments of a fixed team size, the GPU ones.)
-      for (int r = 0; r < height; ++r) convert<BK>(t, r, 0, rows, cols, row_at);
+    if (loader_threads <= 1 && threads == 1) {
+      // One thread (host backends): row by row, one row start each, whole
+      // rows of a full K step without the bound on columns. (Not compiled
+      // into fragments of a fixed team size, the GPU ones.)
+      if (cols == BK)
+        for (int r = 0; r < height; ++r) convert<BK>(t, r, 0, rows, BK, row_at);
+      else
+        for (int r = 0; r < height; ++r) convert<BK>(t, r, 0, rows, cols, row_at);
     } else if (threads % C == 0) {
       const int c = (rank % C) * V;
       for (int r = rank / C; r < height; r += threads / C) chunk(r, c);

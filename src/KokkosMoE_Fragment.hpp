@@ -30,7 +30,7 @@ enum class TileSize { large, medium, small };
 // measured; the portable ones are the mma.sync fragment's (see
 // KokkosMoE_Cuda_Fragment.hpp). The portable fragment's medium and large
 // shapes are one shape, so only small_tile_rows_below changes its tiles.
-template <class ExecutionSpace>
+template <class ExecutionSpace, class Enable = void>
 struct TileCrossovers {
   static constexpr std::int64_t small_tile_rows_below = 16;
   static constexpr std::int64_t large_tile_rows_from = 512;
@@ -45,18 +45,29 @@ TileSize tile_size_for(std::int64_t rows_per_expert) {
                                                               : TileSize::large;
 }
 
+// The fragment of an execution space for every storage type: the portable
+// one, unless the backend's file names its own (the host backends).
+template <class ExecutionSpace, TileSize Size, class Enable = void>
+struct DefaultFragment {
+  using type = PortableFragment<ExecutionSpace, Size == TileSize::small ? 16 : 32>;
+};
+
 // Backends specialise this for their execution space and the storage types
-// they multiply natively; until a backend has its own, the portable
-// fragment serves it.
+// they multiply natively; until a backend has its own, DefaultFragment.
 template <class ExecutionSpace, class Scalar, TileSize Size = TileSize::large>
-struct Fragment : PortableFragment<ExecutionSpace, Size == TileSize::small ? 16 : 32> {};
+struct Fragment : DefaultFragment<ExecutionSpace, Size>::type {};
 
 // The down kernel multiplies one weight tile per K step where gate/up
 // multiplies two (gate and up): a weight tile twice as wide gives it the
 // same scratch, registers and operand reuse. Where a backend has no such
-// shape, the gate/up fragment.
+// shape (by specialising DownFragment or, for every storage type,
+// DefaultDownFragment), the gate/up fragment.
+template <class ExecutionSpace, class Scalar, TileSize Size, class Enable = void>
+struct DefaultDownFragment {
+  using type = Fragment<ExecutionSpace, Scalar, Size>;
+};
 template <class ExecutionSpace, class Scalar, TileSize Size = TileSize::large>
-struct DownFragment : Fragment<ExecutionSpace, Scalar, Size> {};
+struct DownFragment : DefaultDownFragment<ExecutionSpace, Scalar, Size>::type {};
 
 // Rows per tile of each shape, and the fewest over all shapes (the dispatch
 // plan is sized for the most tiles).
@@ -82,5 +93,6 @@ int min_tile_rows() {
 // file and a line here.
 #include "KokkosMoE_Cuda_Fragment.hpp"
 #include "KokkosMoE_Cuda_Wgmma_Fragment.hpp"
+#include "KokkosMoE_Host_Fragment.hpp"
 
 #endif

@@ -25,7 +25,8 @@
 //   bool k_contiguous  16 bytes of consecutive k of a row are adjacent and
 //                     16-byte aligned at element(): loads may copy16 them
 //   int stages        S, buffers per operand: the K loop loads S - 1 -
-//                     mma_in_flight steps ahead (at least one)
+//                     mma_in_flight steps ahead (at least one; or S = 1 with
+//                     one-thread teams, team_threads = 1: load, then multiply)
 //   int mma_in_flight  batches mma_nt may leave running when it returns
 //                     (0: done on return); finish waits for them
 //   int producer_threads  0: every thread loads and multiplies, one team per
@@ -62,8 +63,10 @@
 //   finish(member, acc...)  waits for the multiplies in flight; acc final
 //   store<Width>(member, f, acc...)  calls f(m, n, run...) for the outputs
 //                     the calling thread holds: one ValueRun<W> per
-//                     accumulator, W <= Width (1 or 2) consecutive columns
-//                     from (m, n)
+//                     accumulator, W <= Width consecutive columns from
+//                     (m, n) (Width: the widest the caller takes, 1 or more;
+//                     W: what the layout holds, e.g. pairs on tensor cores,
+//                     16 on the host)
 //
 // Bulk copies (only where producer_threads > 0)
 //   pipeline          a stage pipeline over pipeline::scratch_bytes() of
@@ -186,11 +189,19 @@ using stage_pipeline =
                                  decltype(std::declval<const P&>().release(0, 0)),
                                  decltype(P::sync_producer(0))>>::value>;
 
+// A stage loading while mma_in_flight batches run, or one stage for a
+// one-thread team (it loads a step, then multiplies it).
+template <class F>
+constexpr bool stages_suffice() {
+  return F::stages - 1 - F::mma_in_flight >= 1 ||
+         (F::stages == 1 && F::mma_in_flight == 0 && F::team_threads == 1);
+}
+
 template <class F, class Scalar, class Member>
 constexpr bool holds() {
   if constexpr (has<types, F> && has<constants, F>)
     return has<tile_view, F> && has<scratch, F, Scalar, Member> && has<copies, F> &&
-           has<launch, F> && has<multiply, F, Member> && F::stages - 1 - F::mma_in_flight >= 1 &&
+           has<launch, F> && has<multiply, F, Member> && stages_suffice<F>() &&
            (F::producer_threads == 0 ||
             (has<bulk_copy_members, F, Member> && has<stage_pipeline, F>));
   else return false;
@@ -229,8 +240,9 @@ constexpr bool check_fragment() {
     static_assert(c::has<c::multiply, F, Member>, KOKKOSMOE_FRAGMENT_CONTRACT
                   "needs zero(member, acc), mma_nt(member, a, b, acc[, b2, acc2]), "
                   "finish(member, acc...) and store<1 or 2>(member, f, acc...)");
-    static_assert(F::stages - 1 - F::mma_in_flight >= 1, KOKKOSMOE_FRAGMENT_CONTRACT
-                  "stages must leave a stage loading while mma_in_flight batches run");
+    static_assert(c::stages_suffice<F>(), KOKKOSMOE_FRAGMENT_CONTRACT
+                  "stages must leave a stage loading while mma_in_flight batches run (one "
+                  "stage: one-thread teams only)");
     static_assert(F::producer_threads == 0 || c::has<c::bulk_copy_members, F, Member>,
                   KOKKOSMOE_FRAGMENT_CONTRACT
                   "producer_threads > 0 needs multiplier_threads, multiplier(member), "

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The host backends' matrix fragments (Serial, OpenMP, Threads; builds
+// without a GPU backend, whose compilers parse host code as device code and
+// whose host spaces keep the portable fragment). A team is one thread, so a
+// fragment is a single-threaded matrix micro-kernel: its accumulators live
+// on the thread's stack (in registers while it multiplies), its operand
+// tiles in team scratch, as float, converted once when loaded.
+//
+// Two shapes:
+//   HostPanelFragment (medium and large tiles: prefill) holds the token tile
+//     k-major, a[k][m], and the weight tiles as they are in memory, b[n][k].
+//     A register block of NB columns by 32 rows accumulates
+//     c[n][m..] += b[n][k] * a[k][m..]: one broadcast weight times a vector
+//     of tokens, NB * 32 / lanes independent FMAs per k; the block is loaded
+//     and stored once per K step of 32.
+//   HostDotFragment (small tiles: decode, a few tokens per expert) holds
+//     every tile as in memory, [row][k], and sums dot products over k in
+//     vectors of partial sums, added up once when stored: one FMA per
+//     `lanes` weights and token, so that reading the weights stays the limit.
+// The token tile's layout is what distinguishes an operand tile of the
+// panel fragment: it has tile_m rows, a weight tile tile_n (never equal).
+#ifndef KOKKOSMOE_HOST_FRAGMENT_HPP
+#define KOKKOSMOE_HOST_FRAGMENT_HPP
+
+#ifndef KOKKOSMOE_FRAGMENT_HPP
+#error "include KokkosMoE_Fragment.hpp, which includes this file"
+#endif
+
+#if !defined(KOKKOS_ENABLE_CUDA) && !defined(KOKKOS_ENABLE_HIP) && defined(__GNUC__)
+
+#include "KokkosMoE_Host_Vector.hpp"
+
+#include <cstring>
+#include <type_traits>
+
+namespace KokkosMoE {
+namespace Impl {
+
+// What both host fragments share: one-thread teams, float tiles in team
+// scratch (TileK deep), accumulators outside it.
+template <class ExecutionSpace, int TileK>
+struct HostFragmentBase {
+  using scratch_space = typename ExecutionSpace::scratch_memory_space;
+  using tile = Kokkos::View<float**, Kokkos::LayoutRight, scratch_space,
+                            Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
+  using operand_type = float;
+  using launch_bounds = Kokkos::LaunchBounds<>;
+
+  static constexpr int tile_k = TileK;
+  static constexpr int operand_stride = TileK;
+  // One thread loads a step and then multiplies it: no second buffer.
+  static constexpr int stages = 1;
+  static constexpr int mma_in_flight = 0;
+  static constexpr int producer_threads = 0;
+  static constexpr int team_threads = 1;
+  static int team_size() { return 1; }
+  static int resident_teams() { return 0; }
+  // A few teams per host thread.
+  static std::int64_t split_k_teams() { return 64; }
+
+  template <class Scalar>
+  static float to_operand(Scalar v) {
+    return to_float(v);
+  }
+  template <class Member>
+  static tile operand(const Member& member, int rows) {
+    return tile(member.team_scratch(0), rows, operand_stride);
+  }
+  static std::size_t operand_bytes(int rows) { return tile::shmem_size(rows, operand_stride); }
+  static std::size_t accumulator_bytes() { return 0; }  // on the stack
+
+  static void copy16(void* dst, const void* src) { std::memcpy(dst, src, 16); }
+  static void commit_copies() {}
+  template <int pending>
+  static void wait_copies() {}
+
+  template <class Member, class Acc>
+  static void zero(const Member&, Acc& acc) {
+    std::memset(acc.v, 0, sizeof acc.v);
+  }
+  // The run store hands out when the caller takes Width: up to 16 columns
+  // (a vector of silu and of conversions in the kernels' stores), at most
+  // the tile's Columns.
+  template <int Width, int Columns>
+  static constexpr int run_of() {
+    return Width < 16 && Width < Columns ? Width : Columns < 16 ? Columns : 16;
+  }
+  template <class Member, class... Acc>
+  static void finish(const Member&, const Acc&...) {}
+};
+
+// Accumulators of Rows x Cols outputs, kept as Major x Minor floats.
+template <int Major, int Minor>
+struct HostAccumulators {
+  alignas(64) float v[Major * Minor];
+};
+
+template <class ExecutionSpace, int TileN>
+struct HostPanelFragment : HostFragmentBase<ExecutionSpace, 32> {
+  using base = HostFragmentBase<ExecutionSpace, 32>;
+  using typename base::tile;
+  static constexpr int tile_m = 32, tile_n = TileN, tile_k = base::tile_k;
+  static_assert(tile_m != tile_n, "token and weight tiles are told apart by their rows");
+  // The token tile is k-major: a row's k are not adjacent.
+  static constexpr bool k_contiguous = false;
+  using accumulator_type = HostAccumulators<tile_n, tile_m>;  // [n][m]
+
+  static constexpr int lanes = host_vector::lanes;
+  static constexpr int MV = tile_m / lanes;  // vectors per column of the block
+  // Columns per register block: the block's MV * NB vectors, MV token
+  // vectors and a broadcast fit the 32 (AVX-512) or 16 registers.
+  static constexpr int NB = lanes == 16 ? 8 : lanes == 8 ? 2 : 1;
+  static_assert(tile_n % NB == 0 && tile_m % lanes == 0, "whole register blocks");
+
+  static float* element(const tile& t, int r, int c) {
+    return t.extent_int(0) == tile_m ? t.data() + c * tile_m + r : t.data() + r * tile_k + c;
+  }
+  template <int R>
+  static ValueRun<R> column_run(const accumulator_type& acc, int m, int n) {
+    ValueRun<R> run;
+    for (int i = 0; i < R; ++i) run.v[i] = acc.v[(n + i) * tile_m + m];
+    return run;
+  }
+  template <class Member>
+  static accumulator_type accumulator(const Member&) {
+    return {};
+  }
+
+  template <class Member, class... Pairs>
+  static void mma_nt(const Member&, const tile& a, Pairs&&... b_acc) {
+    multiply_pairs(a.data(), b_acc...);
+  }
+
+  // Runs of up to 16 columns of a row, gathered from the [n][m] layout.
+  template <int Width, class Member, class F, class... Acc>
+  static void store(const Member&, const F& f, const accumulator_type& acc0, const Acc&... acc) {
+    constexpr int R = base::template run_of<Width, tile_n>();
+    for (int m = 0; m < tile_m; ++m)
+      for (int n = 0; n < tile_n; n += R)
+        f(m, n, column_run<R>(acc0, m, n), column_run<R>(acc, m, n)...);
+  }
+
+ private:
+  static void multiply_pairs(const float*) {}
+  template <class... Rest>
+  static void multiply_pairs(const float* a, const tile& b, accumulator_type& acc, Rest&&... rest) {
+    panel(a, b.data(), acc.v);
+    multiply_pairs(a, rest...);
+  }
+  // c[n][m] += sum_k b[n][k] a[k][m] over the tile: a [tile_k][tile_m],
+  // b [tile_n][tile_k], c [tile_n][tile_m].
+  static void panel(const float* __restrict a, const float* __restrict b, float* __restrict c) {
+    using namespace host_vector;
+    for (int n0 = 0; n0 < tile_n; n0 += NB) {
+      vfloat block[NB][MV];
+#pragma GCC unroll 16
+      for (int j = 0; j < NB; ++j)
+#pragma GCC unroll 8
+        for (int i = 0; i < MV; ++i) block[j][i] = load(c + (n0 + j) * tile_m + i * lanes);
+      for (int k = 0; k < tile_k; ++k) {
+        vfloat tokens[MV];
+#pragma GCC unroll 8
+        for (int i = 0; i < MV; ++i) tokens[i] = load(a + k * tile_m + i * lanes);
+#pragma GCC unroll 16
+        for (int j = 0; j < NB; ++j) {
+          const vfloat w = broadcast(b[(n0 + j) * tile_k + k]);
+#pragma GCC unroll 8
+          for (int i = 0; i < MV; ++i) block[j][i] += w * tokens[i];
+        }
+      }
+#pragma GCC unroll 16
+      for (int j = 0; j < NB; ++j)
+#pragma GCC unroll 8
+        for (int i = 0; i < MV; ++i)
+          host_vector::store(c + (n0 + j) * tile_m + i * lanes, block[j][i]);
+    }
+  }
+};
+
+template <class ExecutionSpace, int TileN>
+struct HostDotFragment : HostFragmentBase<ExecutionSpace, 256> {
+  using base = HostFragmentBase<ExecutionSpace, 256>;
+  using typename base::tile;
+  using vfloat = host_vector::vfloat;
+  static constexpr int tile_m = 4, tile_n = TileN, tile_k = base::tile_k;
+  static constexpr bool k_contiguous = true;
+  static constexpr int lanes = host_vector::lanes;
+  static constexpr int NB = 4;  // columns per register block: 4 x 4 sums
+  static_assert(tile_n % NB == 0 && tile_k % lanes == 0, "whole register blocks");
+  // Each output's sum as a vector of partial sums over k (lane i: the k
+  // that are i modulo lanes), added up once, when stored.
+  struct accumulator_type {
+    vfloat v[tile_m * tile_n];  // [m][n]
+  };
+
+  static float* element(const tile& t, int r, int c) { return t.data() + r * tile_k + c; }
+  template <class Member>
+  static accumulator_type accumulator(const Member&) {
+    return {};
+  }
+
+  template <class Member, class... Pairs>
+  static void mma_nt(const Member&, const tile& a, Pairs&&... b_acc) {
+    multiply_pairs(a.data(), b_acc...);
+  }
+
+  // Runs of up to 16 columns of a row, each output's partial sums added up.
+  template <int Width, class Member, class F, class... Acc>
+  static void store(const Member&, const F& f, const accumulator_type& acc0, const Acc&... acc) {
+    constexpr int R = base::template run_of<Width, tile_n>();
+    for (int m = 0; m < tile_m; ++m)
+      for (int n = 0; n < tile_n; n += R) f(m, n, row_run<R>(acc0, m, n), row_run<R>(acc, m, n)...);
+  }
+
+ private:
+  template <int R>
+  static ValueRun<R> row_run(const accumulator_type& acc, int m, int n) {
+    ValueRun<R> run;
+    for (int i = 0; i < R; ++i) run.v[i] = host_vector::sum(acc.v[m * tile_n + n + i]);
+    return run;
+  }
+  static void multiply_pairs(const float*) {}
+  template <class... Rest>
+  static void multiply_pairs(const float* a, const tile& b, accumulator_type& acc, Rest&&... rest) {
+    dots(a, b.data(), acc.v);
+    multiply_pairs(a, rest...);
+  }
+  // c[m][n] += a[m][k] b[n][k], lane by lane over the k of the tile:
+  // a [tile_m][tile_k], b [tile_n][tile_k].
+  static void dots(const float* __restrict a, const float* __restrict b, vfloat* __restrict c) {
+    using namespace host_vector;
+    for (int n0 = 0; n0 < tile_n; n0 += NB) {
+      vfloat sums[tile_m][NB];
+#pragma GCC unroll 4
+      for (int m = 0; m < tile_m; ++m)
+#pragma GCC unroll 4
+        for (int j = 0; j < NB; ++j) sums[m][j] = c[m * tile_n + n0 + j];
+      for (int k = 0; k < tile_k; k += lanes) {
+        vfloat tokens[tile_m], weights[NB];
+#pragma GCC unroll 4
+        for (int m = 0; m < tile_m; ++m) tokens[m] = load(a + m * tile_k + k);
+#pragma GCC unroll 4
+        for (int j = 0; j < NB; ++j) weights[j] = load(b + (n0 + j) * tile_k + k);
+#pragma GCC unroll 4
+        for (int m = 0; m < tile_m; ++m)
+#pragma GCC unroll 4
+          for (int j = 0; j < NB; ++j) sums[m][j] += tokens[m] * weights[j];
+      }
+#pragma GCC unroll 4
+      for (int m = 0; m < tile_m; ++m)
+#pragma GCC unroll 4
+        for (int j = 0; j < NB; ++j) c[m * tile_n + n0 + j] = sums[m][j];
+    }
+  }
+};
+
+// The host spaces take these instead of the portable fragment: weight tiles
+// of 64 columns for gate/up (gate and up: 128 rows of weights to 32 tokens)
+// and 128 for down, the same weights per token tile; 8 and 16 for decode.
+template <class ExecutionSpace, TileSize Size>
+struct DefaultFragment<ExecutionSpace, Size,
+                       std::enable_if_t<Kokkos::SpaceAccessibility<
+                           Kokkos::HostSpace, typename ExecutionSpace::memory_space>::accessible>> {
+  using type = std::conditional_t<Size == TileSize::small, HostDotFragment<ExecutionSpace, 8>,
+                                  HostPanelFragment<ExecutionSpace, 64>>;
+};
+template <class ExecutionSpace, class Scalar, TileSize Size>
+struct DefaultDownFragment<
+    ExecutionSpace, Scalar, Size,
+    std::enable_if_t<Kokkos::SpaceAccessibility<
+        Kokkos::HostSpace, typename ExecutionSpace::memory_space>::accessible>> {
+  using type = std::conditional_t<Size == TileSize::small, HostDotFragment<ExecutionSpace, 16>,
+                                  HostPanelFragment<ExecutionSpace, 128>>;
+};
+
+// Tokens per expert below which a batch takes the decode shape: two of its
+// four-row tiles read the weights twice, still less than one panel tile's
+// multiplies of 32 rows cost at that many tokens.
+template <class ExecutionSpace>
+struct TileCrossovers<ExecutionSpace,
+                      std::enable_if_t<Kokkos::SpaceAccessibility<
+                          Kokkos::HostSpace, typename ExecutionSpace::memory_space>::accessible>> {
+  static constexpr std::int64_t small_tile_rows_below = 8;
+  static constexpr std::int64_t large_tile_rows_from = 512;  // medium and large are one shape
+};
+
+}  // namespace Impl
+}  // namespace KokkosMoE
+
+#endif  // host-only builds
+
+#endif
