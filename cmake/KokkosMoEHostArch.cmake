@@ -34,6 +34,7 @@ if(NOT "CUDA" IN_LIST Kokkos_DEVICES AND NOT "HIP" IN_LIST Kokkos_DEVICES)
     list(APPEND KOKKOSMOE_HOST_FLAGS -ffp-contract=fast)
   endif()
   add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:${KOKKOSMOE_HOST_FLAGS}>")
-  message(STATUS "KokkosMoE: host code compiled with ${KOKKOSMOE_HOST_FLAGS} "
+  string(JOIN " " _flags ${KOKKOSMOE_HOST_FLAGS})
+  message(STATUS "KokkosMoE: host code compiled with ${_flags} "
     "(KokkosMoE_HOST_ARCH=${KokkosMoE_HOST_ARCH})")
 endif()
