@@ -1,20 +1,21 @@
 # SPDX-License-Identifier: BSD-3-Clause
-# The instruction set of the host code (the host backends' kernels): the
-# host fragment (src/KokkosMoE_Host_Fragment.hpp) is written in vectors as
-# wide as the compile allows, so this decides its speed.
+# The instruction set of the host kernels: the host fragment
+# (src/KokkosMoE_Host_Fragment.hpp) is written in vectors as wide as the
+# compile allows, so this decides its speed.
 #
 #   KokkosMoE_HOST_ARCH   native (default): this machine's, resolved to its
-#                         name (e.g. sapphirerapids) so that a compile cache
-#                         shared across machines keys on it; kokkos: what
-#                         Kokkos' own host arch option gives (Kokkos_ARCH_*,
+#                         name with GCC (e.g. rocketlake) so that a compile
+#                         cache shared across machines keys on it; kokkos:
+#                         what Kokkos' own host arch option gives (Kokkos_ARCH_*,
 #                         nothing more from here); baseline: the compiler's
 #                         default (x86-64: SSE2); any other value: -march=VALUE.
 #
-# Builds with a GPU backend keep the compiler's default: their compilers
-# see host code as device code too, and their host spaces take the
-# portable fragment. GCC also gets -ffp-contract=fast: ISO C++ mode turns
-# off the fusing of a * b + c into one FMA, which the fragment's inner
-# loops are written for (clang fuses within an expression by default).
+# kokkosmoe_host_arch(<target>...) gives the flags to the targets that
+# compile the kernels (the libraries' instantiations, the tests and
+# benchmarks that instantiate fragments), so that every definition of a
+# kernel is compiled alike. Builds with a GPU backend keep the compiler's
+# default: their compilers see host code as device code too, and their host
+# spaces take the portable fragment.
 set(KokkosMoE_HOST_ARCH "native" CACHE STRING
   "Host instruction set: native, kokkos (Kokkos' host arch), baseline, or a -march value")
 set(KOKKOSMOE_HOST_FLAGS "")
@@ -28,13 +29,20 @@ if(NOT "CUDA" IN_LIST Kokkos_DEVICES AND NOT "HIP" IN_LIST Kokkos_DEVICES)
     endif()
   endif()
   if(NOT _arch STREQUAL "kokkos" AND NOT _arch STREQUAL "baseline")
-    list(APPEND KOKKOSMOE_HOST_FLAGS -march=${_arch})
+    set(KOKKOSMOE_HOST_FLAGS -march=${_arch})
   endif()
-  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-    list(APPEND KOKKOSMOE_HOST_FLAGS -ffp-contract=fast)
-  endif()
-  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:${KOKKOSMOE_HOST_FLAGS}>")
+  # No fusing of a * b + c into an FMA behind the code's back (GCC does it
+  # by default where the instruction set has FMA): kernels that must agree
+  # bit for bit (the expert-parallel and one-device combines) could fuse
+  # differently. The host fragments fuse explicitly.
+  list(APPEND KOKKOSMOE_HOST_FLAGS -ffp-contract=off)
   string(JOIN " " _flags ${KOKKOSMOE_HOST_FLAGS})
-  message(STATUS "KokkosMoE: host code compiled with ${_flags} "
+  message(STATUS "KokkosMoE: host kernels compiled with '${_flags}' "
     "(KokkosMoE_HOST_ARCH=${KokkosMoE_HOST_ARCH})")
 endif()
+
+function(kokkosmoe_host_arch)
+  foreach(_target IN LISTS ARGN)
+    target_compile_options(${_target} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${KOKKOSMOE_HOST_FLAGS}>")
+  endforeach()
+endfunction()

@@ -105,22 +105,25 @@ check() {
   [ $rc -eq 0 ] || status=1
 }
 
-machine_summary() {  # OUT: date and GPU, the first lines of OUT/summary.log
-  {
-    date -u
-    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-  } | tee "$1/summary.log"
-}
-
-cmd_check() {  # BUNDLE [OUT]
-  [ $# -ge 1 ] || die_usage "check: BUNDLE [OUT]"
-  local bundle out bin status=0 dt
+# open_run BUNDLE [OUT]: sets the caller's bundle, out and bin, makes OUT,
+# puts the bundle's libraries on the loader path and starts
+# OUT/summary.log with the date and the GPU.
+open_run() {
   bundle=$(bundle_dir "$1")
   out=${2:-${OUT:-./gpu-out}}
   mkdir -p "$out"
   bundle_env "$bundle"
   bin=$bundle/bin
-  machine_summary "$out"
+  {
+    date -u
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  } | tee "$out/summary.log"
+}
+
+cmd_check() {  # BUNDLE [OUT]
+  [ $# -ge 1 ] || die_usage "check: BUNDLE [OUT]"
+  local bundle out bin status=0 dt
+  open_run "$@"
   check unit-tests "$bin/KokkosMoE_tests"
   check trace-tests "$bin/kokkosmoe_trace_tests"
   check replay-default-bf16 "$bin/kokkos-moe-replay" "$bundle/traces/mixtral-8x7b-zipf0.3.h5" \
@@ -209,12 +212,7 @@ ep_mpirun() {  # RANKS COMMAND...
 cmd_ep() {  # BUNDLE [OUT]
   [ $# -ge 1 ] || die_usage "ep: BUNDLE [OUT]"
   local bundle out bin status=0 transport trace
-  bundle=$(bundle_dir "$1")
-  out=${2:-${OUT:-./gpu-out}}
-  mkdir -p "$out"
-  bundle_env "$bundle"
-  bin=$bundle/bin
-  machine_summary "$out"
+  open_run "$@"
   mpirun --version | head -n 1 | tee -a "$out/summary.log"
   export NCCL_DEBUG=${NCCL_DEBUG:-VERSION}
   for transport in mpi nccl; do

@@ -37,8 +37,10 @@ namespace KokkosMoE {
 namespace Impl {
 
 // What both host fragments share: one-thread teams, float tiles in team
-// scratch (TileK deep), accumulators outside it.
-template <class ExecutionSpace, int TileK>
+// scratch (TileK deep), accumulators outside it. Derived supplies
+// accumulator_type, tile_m, tile_n, multiply(a, b, acc) (one tile pair)
+// and run<R>(acc, m, n) (R columns of row m from its layout).
+template <class Derived, class ExecutionSpace, int TileK>
 struct HostFragmentBase {
   using scratch_space = typename ExecutionSpace::scratch_memory_space;
   using tile = Kokkos::View<float**, Kokkos::LayoutRight, scratch_space,
@@ -87,6 +89,33 @@ struct HostFragmentBase {
   }
   template <class Member, class... Acc>
   static void finish(const Member&, const Acc&...) {}
+
+  template <class Member>
+  static auto accumulator(const Member&) {
+    return typename Derived::accumulator_type{};
+  }
+  template <class Member, class... Pairs>
+  static void mma_nt(const Member&, const tile& a, Pairs&&... b_acc) {
+    multiply_pairs(a.data(), b_acc...);
+  }
+  // Runs of up to 16 columns of a row (run_of), as Derived's layout holds them.
+  template <int Width, class Member, class F, class Acc, class... More>
+  static void store(const Member&, const F& f, const Acc& acc0, const More&... acc) {
+    constexpr int R = run_of<Width, Derived::tile_n>();
+    for (int m = 0; m < Derived::tile_m; ++m)
+      for (int n = 0; n < Derived::tile_n; n += R)
+        f(m, n, Derived::template run<R>(acc0, m, n), Derived::template run<R>(acc, m, n)...);
+  }
+
+ private:
+  static void multiply_pairs(const float*) {}
+  template <class Acc, class... Rest>
+  static void multiply_pairs(const float* a, const tile& b, Acc& acc, Rest&&... rest) {
+    Derived::multiply(a, b.data(), acc.v);
+    multiply_pairs(a, rest...);
+  }
+
+ public:
 };
 
 // Accumulators of Rows x Cols outputs, kept as Major x Minor floats.
@@ -96,8 +125,9 @@ struct HostAccumulators {
 };
 
 template <class ExecutionSpace, int TileN>
-struct HostPanelFragment : HostFragmentBase<ExecutionSpace, 32> {
-  using base = HostFragmentBase<ExecutionSpace, 32>;
+struct HostPanelFragment
+    : HostFragmentBase<HostPanelFragment<ExecutionSpace, TileN>, ExecutionSpace, 32> {
+  using base = HostFragmentBase<HostPanelFragment, ExecutionSpace, 32>;
   using typename base::tile;
   static constexpr int tile_m = 32, tile_n = TileN, tile_k = base::tile_k;
   static_assert(tile_m != tile_n, "token and weight tiles are told apart by their rows");
@@ -115,41 +145,17 @@ struct HostPanelFragment : HostFragmentBase<ExecutionSpace, 32> {
   static float* element(const tile& t, int r, int c) {
     return t.extent_int(0) == tile_m ? t.data() + c * tile_m + r : t.data() + r * tile_k + c;
   }
+  // R columns of row m, gathered from the [n][m] layout.
   template <int R>
-  static ValueRun<R> column_run(const accumulator_type& acc, int m, int n) {
-    ValueRun<R> run;
-    for (int i = 0; i < R; ++i) run.v[i] = acc.v[(n + i) * tile_m + m];
-    return run;
-  }
-  template <class Member>
-  static accumulator_type accumulator(const Member&) {
-    return {};
+  static ValueRun<R> run(const accumulator_type& acc, int m, int n) {
+    ValueRun<R> out;
+    for (int i = 0; i < R; ++i) out.v[i] = acc.v[(n + i) * tile_m + m];
+    return out;
   }
 
-  template <class Member, class... Pairs>
-  static void mma_nt(const Member&, const tile& a, Pairs&&... b_acc) {
-    multiply_pairs(a.data(), b_acc...);
-  }
-
-  // Runs of up to 16 columns of a row, gathered from the [n][m] layout.
-  template <int Width, class Member, class F, class... Acc>
-  static void store(const Member&, const F& f, const accumulator_type& acc0, const Acc&... acc) {
-    constexpr int R = base::template run_of<Width, tile_n>();
-    for (int m = 0; m < tile_m; ++m)
-      for (int n = 0; n < tile_n; n += R)
-        f(m, n, column_run<R>(acc0, m, n), column_run<R>(acc, m, n)...);
-  }
-
- private:
-  static void multiply_pairs(const float*) {}
-  template <class... Rest>
-  static void multiply_pairs(const float* a, const tile& b, accumulator_type& acc, Rest&&... rest) {
-    panel(a, b.data(), acc.v);
-    multiply_pairs(a, rest...);
-  }
   // c[n][m] += sum_k b[n][k] a[k][m] over the tile: a [tile_k][tile_m],
   // b [tile_n][tile_k], c [tile_n][tile_m].
-  static void panel(const float* __restrict a, const float* __restrict b, float* __restrict c) {
+  static void multiply(const float* __restrict a, const float* __restrict b, float* __restrict c) {
     using namespace host_vector;
     for (int n0 = 0; n0 < tile_n; n0 += NB) {
       vfloat block[NB][MV];
@@ -165,7 +171,7 @@ struct HostPanelFragment : HostFragmentBase<ExecutionSpace, 32> {
         for (int j = 0; j < NB; ++j) {
           const vfloat w = broadcast(b[(n0 + j) * tile_k + k]);
 #pragma GCC unroll 8
-          for (int i = 0; i < MV; ++i) block[j][i] += w * tokens[i];
+          for (int i = 0; i < MV; ++i) block[j][i] = fma(w, tokens[i], block[j][i]);
         }
       }
 #pragma GCC unroll 16
@@ -178,8 +184,9 @@ struct HostPanelFragment : HostFragmentBase<ExecutionSpace, 32> {
 };
 
 template <class ExecutionSpace, int TileN>
-struct HostDotFragment : HostFragmentBase<ExecutionSpace, 256> {
-  using base = HostFragmentBase<ExecutionSpace, 256>;
+struct HostDotFragment
+    : HostFragmentBase<HostDotFragment<ExecutionSpace, TileN>, ExecutionSpace, 256> {
+  using base = HostFragmentBase<HostDotFragment, ExecutionSpace, 256>;
   using typename base::tile;
   using vfloat = host_vector::vfloat;
   static constexpr int tile_m = 4, tile_n = TileN, tile_k = base::tile_k;
@@ -194,40 +201,17 @@ struct HostDotFragment : HostFragmentBase<ExecutionSpace, 256> {
   };
 
   static float* element(const tile& t, int r, int c) { return t.data() + r * tile_k + c; }
-  template <class Member>
-  static accumulator_type accumulator(const Member&) {
-    return {};
-  }
-
-  template <class Member, class... Pairs>
-  static void mma_nt(const Member&, const tile& a, Pairs&&... b_acc) {
-    multiply_pairs(a.data(), b_acc...);
-  }
-
-  // Runs of up to 16 columns of a row, each output's partial sums added up.
-  template <int Width, class Member, class F, class... Acc>
-  static void store(const Member&, const F& f, const accumulator_type& acc0, const Acc&... acc) {
-    constexpr int R = base::template run_of<Width, tile_n>();
-    for (int m = 0; m < tile_m; ++m)
-      for (int n = 0; n < tile_n; n += R) f(m, n, row_run<R>(acc0, m, n), row_run<R>(acc, m, n)...);
-  }
-
- private:
+  // R columns of row m, each output's partial sums added up.
   template <int R>
-  static ValueRun<R> row_run(const accumulator_type& acc, int m, int n) {
-    ValueRun<R> run;
-    for (int i = 0; i < R; ++i) run.v[i] = host_vector::sum(acc.v[m * tile_n + n + i]);
-    return run;
+  static ValueRun<R> run(const accumulator_type& acc, int m, int n) {
+    ValueRun<R> out;
+    for (int i = 0; i < R; ++i) out.v[i] = host_vector::sum(acc.v[m * tile_n + n + i]);
+    return out;
   }
-  static void multiply_pairs(const float*) {}
-  template <class... Rest>
-  static void multiply_pairs(const float* a, const tile& b, accumulator_type& acc, Rest&&... rest) {
-    dots(a, b.data(), acc.v);
-    multiply_pairs(a, rest...);
-  }
+
   // c[m][n] += a[m][k] b[n][k], lane by lane over the k of the tile:
   // a [tile_m][tile_k], b [tile_n][tile_k].
-  static void dots(const float* __restrict a, const float* __restrict b, vfloat* __restrict c) {
+  static void multiply(const float* __restrict a, const float* __restrict b, vfloat* __restrict c) {
     using namespace host_vector;
     for (int n0 = 0; n0 < tile_n; n0 += NB) {
       vfloat sums[tile_m][NB];
@@ -244,7 +228,7 @@ struct HostDotFragment : HostFragmentBase<ExecutionSpace, 256> {
 #pragma GCC unroll 4
         for (int m = 0; m < tile_m; ++m)
 #pragma GCC unroll 4
-          for (int j = 0; j < NB; ++j) sums[m][j] += tokens[m] * weights[j];
+          for (int j = 0; j < NB; ++j) sums[m][j] = fma(tokens[m], weights[j], sums[m][j]);
       }
 #pragma GCC unroll 4
       for (int m = 0; m < tile_m; ++m)

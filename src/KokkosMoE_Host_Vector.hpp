@@ -12,6 +12,10 @@
 #include <cstring>
 #include <utility>
 
+#if defined(__AVX512F__) || (defined(__AVX__) && defined(__FMA__))
+#include <immintrin.h>
+#endif
+
 namespace KokkosMoE {
 namespace Impl {
 namespace host_vector {
@@ -39,6 +43,17 @@ inline vfloat broadcast(float s, std::index_sequence<I...>) {
 }
 // s in every lane (one broadcast instruction).
 inline vfloat broadcast(float s) { return broadcast(s, std::make_index_sequence<lanes>()); }
+// acc + a * b: one fused multiply-add where the instruction set has one
+// (the kernels compile with -ffp-contract=off: cmake/KokkosMoEHostArch.cmake).
+inline vfloat fma(vfloat a, vfloat b, vfloat acc) {
+#if defined(__AVX512F__)
+  return vfloat(_mm512_fmadd_ps(__m512(a), __m512(b), __m512(acc)));
+#elif defined(__AVX__) && defined(__FMA__)
+  return vfloat(_mm256_fmadd_ps(__m256(a), __m256(b), __m256(acc)));
+#else
+  return acc + a * b;
+#endif
+}
 inline float sum(vfloat v) {
   float s = 0;
   for (int i = 0; i < lanes; ++i) s += v[i];

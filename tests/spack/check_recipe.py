@@ -121,7 +121,10 @@ def cmake_options():
     options = set()
     for path in [ROOT / "CMakeLists.txt", *ROOT.glob("src/**/CMakeLists.txt"),
                  *ROOT.glob("cmake/*.cmake")]:
-        options |= set(re.findall(r"^\s*(?:cmake_dependent_)?option\(\s*(KokkosMoE_\w+)", path.read_text(), re.M))
+        text = path.read_text()
+        options |= set(re.findall(r"^\s*(?:cmake_dependent_)?option\(\s*(KokkosMoE_\w+)", text, re.M))
+        # Cache variables of other types (a string: KokkosMoE_HOST_ARCH).
+        options |= set(re.findall(r"^\s*set\(\s*(KokkosMoE_\w+)\s[^)]*\bCACHE\b", text, re.M))
     return options
 
 
@@ -170,7 +173,7 @@ def main():
         if "+rocm" in text and "-DCMAKE_CXX_COMPILER=/opt/hip/bin/hipcc" not in args:
             problems.append("cmake_args: +rocm does not set CMAKE_CXX_COMPILER to hipcc")
     options = cmake_options()
-    problems += [f"cmake_args sets {o}, which no CMakeLists.txt declares with option()"
+    problems += [f"cmake_args sets {o}, which no CMake file declares with option() or as a cache variable"
                  for o in sorted(set_options - options)]
     problems += [f"CMake option {o} is not set by cmake_args"
                  for o in sorted({o for o in options if o.startswith("KokkosMoE_ENABLE_")} - set_options)]

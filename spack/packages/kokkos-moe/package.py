@@ -35,6 +35,8 @@ class KokkosMoe(CMakePackage, CudaPackage, ROCmPackage):
     variant("benchmarks", default=False, description="Google Benchmark benchmarks")
     variant("mpi", default=False,
             description="Expert parallelism over MPI (KokkosMoE::ep, kokkos-moe-replay --ep)")
+    variant("nccl", default=False,
+            description="The expert-parallel layer's NCCL transport (with +cuda +mpi)")
 
     depends_on("cxx", type="build")
     depends_on("c", type="build")
@@ -79,6 +81,9 @@ class KokkosMoe(CMakePackage, CudaPackage, ROCmPackage):
     depends_on("googletest", type=("build", "test"), when="+tests")
     depends_on("benchmark", when="+benchmarks")
     depends_on("mpi", when="+mpi")
+    depends_on("nccl", when="+nccl")
+    conflicts("+nccl", when="~cuda", msg="NCCL is the CUDA builds' transport")
+    conflicts("+nccl", when="~mpi", msg="the NCCL communicator is made over MPI (+mpi)")
     depends_on("python@3.8:", type="test", when="+tests")
 
     def cmake_args(self):
@@ -92,8 +97,13 @@ class KokkosMoe(CMakePackage, CudaPackage, ROCmPackage):
             self.define_from_variant("KokkosMoE_ENABLE_FORTRAN", "fortran"),
             self.define_from_variant("KokkosMoE_ENABLE_KOKKOSKERNELS", "kokkoskernels"),
             self.define_from_variant("KokkosMoE_ENABLE_MPI", "mpi"),
+            self.define_from_variant("KokkosMoE_ENABLE_NCCL", "nccl"),
             self.define("Kokkos_ROOT", spec["kokkos"].prefix),
+            # Spack's compiler wrappers add the flags of the spec's target.
+            self.define("KokkosMoE_HOST_ARCH", "baseline"),
         ]
+        if spec.satisfies("+nccl"):
+            args.append(self.define("NCCL_ROOT", spec["nccl"].prefix))
         if spec.satisfies("+kokkoskernels"):
             args.append(self.define("KokkosKernels_ROOT", spec["kokkos-kernels"].prefix))
         # Hopper's wgmma needs code compiled for sm_90a: the project's CMake
