@@ -111,9 +111,10 @@ def ceilings_line(run):
         again.append(f"{b['host/copy_bandwidth']['bytes_per_second'] / 1e9:.1f} GB/s")
     if "host/sgemm_rate" in b:
         again.append(f"{b['host/sgemm_rate']['flops_per_second'] / 1e9:.0f} GFLOP/s")
+    measured_again = f" (as benchmarks: {', '.join(again)})" if again else ""
     return (f"- {ctx['kokkos_threads']} thread(s): copy {float(ctx['floor_copy_gbps']):.1f} GB/s, "
-            f"sgemm {float(ctx['floor_sgemm_gflops']):.0f} GFLOP/s (as benchmarks: "
-            f"{', '.join(again)}); load average at start {ctx['loadavg_at_start'].split()[0]}")
+            f"sgemm {float(ctx['floor_sgemm_gflops']):.0f} GFLOP/s{measured_again}, "
+            f"{ctx['blas']}; load average at start {ctx['loadavg_at_start'].split()[0]}")
 
 
 def ms(v):
@@ -128,7 +129,7 @@ def table(runs, recs):
     threads = sorted({r["threads"] for r in recs})
     ctx = runs[0]["context"]
     print(f"{ctx['cpu']}, {ctx['date'][:10]}, commit {recs[0]['commit']}, "
-          f"flags `{ctx.get('build_flags', '')}`, {ctx['blas']}. Floor = max(bytes / copy, "
+          f"flags `{ctx.get('build_flags', '')}`. Floor = max(bytes / copy, "
           f"flops / sgemm), ceilings measured in the same run:\n")
     for run in sorted(runs, key=lambda r: int(r["context"]["kokkos_threads"])):
         print(ceilings_line(run))
