@@ -65,8 +65,7 @@ template <class F>
 double median_seconds(int runs, const F& once) {
   std::vector<double> s(runs);
   for (double& v : s) v = once();
-  std::sort(s.begin(), s.end());
-  return s[runs / 2];
+  return Driver::median(s);
 }
 
 // ---------------------------------------------------------------- ceilings

@@ -11,6 +11,7 @@
 #include <KokkosMoE/KokkosMoE_WorkGraph.hpp>
 
 #include "ModelPresets.hpp"
+#include "ReplayInputs.hpp"
 #include "ReplayReport.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -49,12 +50,7 @@ struct Bench {
   Bench(const Preset& p, std::int64_t tokens, double zipf) {
     shape = Shape{p.experts, p.top_k, on_host ? p.hidden / 16 : p.hidden,
                   on_host ? p.ffn / 16 : p.ffn, on_host ? 16 : 1};
-    config.num_experts = p.experts;
-    config.top_k = p.top_k;
-    config.hidden_size = shape.hidden;
-    config.ffn_size = shape.ffn;
-    config.max_tokens = tokens;
-    config.routing = RoutingMode::external;
+    config = Driver::replay_config(shape, tokens, false);
     w = Weights<Scalar, Memory>::allocate(config);
     x = typename layer_type::tokens_view("x", tokens, shape.hidden);
     out = typename layer_type::tokens_view("out", tokens, shape.hidden);
