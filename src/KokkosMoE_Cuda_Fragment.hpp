@@ -117,6 +117,8 @@ struct CudaTensorCoreFragment {
   };
 
   KOKKOS_INLINE_FUNCTION static operand_type to_operand(Scalar v) { return v; }
+  // A dequantised weight (block-scaled storage types), rounded to Scalar.
+  KOKKOS_INLINE_FUNCTION static operand_type to_operand(float v) { return Scalar(v); }
 
   KOKKOS_INLINE_FUNCTION static int swizzle(int r) {
     return chunks >= 8 ? (r & 7) : (r / (8 / chunks)) & (chunks - 1);
@@ -310,6 +312,15 @@ template <TileSize Size>
 struct DownFragment<Kokkos::Cuda, bfloat16, Size> : CudaFragmentOf<bfloat16, Size>::down {};
 template <TileSize Size>
 struct DownFragment<Kokkos::Cuda, float16, Size> : CudaFragmentOf<float16, Size>::down {};
+// e4m3 weights are dequantised to bf16 as they load (OperandLoader), so
+// their tiles take bf16's shapes; but not the large ones, whose tensor
+// copies cannot convert: medium's in their place.
+template <TileSize Size>
+struct Fragment<Kokkos::Cuda, float8_e4m3, Size>
+    : CudaFragmentOf<bfloat16, Size == TileSize::large ? TileSize::medium : Size>::gate_up {};
+template <TileSize Size>
+struct DownFragment<Kokkos::Cuda, float8_e4m3, Size>
+    : CudaFragmentOf<bfloat16, Size == TileSize::large ? TileSize::medium : Size>::down {};
 
 // Large (prefill): 128 x 64 tiles, 4 warps of 64 x 32, 2 teams per
 // multiprocessor. Medium: 64 x 64, 4 warps of 32 x 32, 3 teams. Small

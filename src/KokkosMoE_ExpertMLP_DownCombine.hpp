@@ -36,8 +36,10 @@ struct DownKernel
   using typename base::tile;
   using memory_space = typename base::memory_space;
 
-  Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> h;      // [rows, F]
+  using token = token_type_t<Scalar>;
+  Kokkos::View<const token**, Kokkos::LayoutRight, memory_space> h;       // [rows, F]
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> down;  // [E, H, F]
+  Kokkos::View<const float***, Kokkos::LayoutRight, memory_space> down_scale;  // block-scaled
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y;             // [splits * T*k, H]
   int assignments;                                                        // A = T * k
 
@@ -63,7 +65,8 @@ struct DownKernel
   }
   // Row starts: rows of h and of down are F apart.
   struct Sources {
-    const Scalar *h0, *down0;
+    const token* h0;
+    WeightRows<Scalar> down;
     int F, H, cols;
     bool aligned;
   };
@@ -72,8 +75,8 @@ struct DownKernel
     f.F = int(h.extent(1)), f.H = int(down.extent(1));
     f.cols = f.H - w.first_col < BN ? f.H - w.first_col : BN;
     f.h0 = &h(w.first_row, 0);
-    f.down0 = &down(w.expert, w.first_col, 0);
-    f.aligned = base::rows_aligned(f.h0, f.F) && base::rows_aligned(f.down0, f.F);
+    f.down = WeightRows<Scalar>::of(down, down_scale, w.expert, w.first_col);
+    f.aligned = base::rows_aligned(f.h0, f.F) && base::weight_loader::rows_aligned(f.down.first, f.F);
     return f;
   }
   KOKKOS_FORCEINLINE_FUNCTION void load_step(const Team& t, const Sources& from,
@@ -81,7 +84,7 @@ struct DownKernel
                                              const typename base::Loader& ld, int k0, int depth,
                                              int b, bool first_use, std::uint64_t* barrier) const {
     const int F = from.F, H = from.H, cols = from.cols;
-    const Scalar *h0 = from.h0, *down0 = from.down0;
+    const token* h0 = from.h0;
     const bool aligned = from.aligned;
     if constexpr (frag::producer_threads > 0) {
       if (this->bulk(barrier)) {
@@ -98,9 +101,8 @@ struct DownKernel
     base::template load_tile<BM>(
         ld, base::stage(t.hs, b, BM), w.rows, depth,
         [&](int r) { return h0 + std::int64_t(r) * F + k0; }, aligned, first_use);
-    base::template load_tile<BN>(
-        ld, base::stage(t.ds, b, BN), cols, depth,
-        [&](int n) { return down0 + std::int64_t(n) * F + k0; }, aligned, first_use);
+    base::template load_weights<BN>(ld, base::stage(t.ds, b, BN), from.down, cols, k0, depth,
+                                    aligned, first_use);
   }
   KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b,
                                                    Accumulators& a) {

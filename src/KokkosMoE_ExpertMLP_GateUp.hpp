@@ -62,10 +62,13 @@ struct GateUpKernel
   using typename base::tile;
   using memory_space = typename base::memory_space;
 
-  Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space> x;      // [T, H]
+  using token = token_type_t<Scalar>;
+  using scales = Kokkos::View<const float***, Kokkos::LayoutRight, memory_space>;
+  Kokkos::View<const token**, Kokkos::LayoutRight, memory_space> x;       // [T, H]
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> gate;  // [E, F, H]
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> up;    // [E, F, H]
-  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h;            // [rows, F]
+  scales gate_scale, up_scale;  // block-scaled Scalar only (Weights)
+  Kokkos::View<token**, Kokkos::LayoutRight, memory_space> h;  // [rows, F]
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> partial;       // [splits * A, 2F]
   int assignments;                                                        // A = T * k
 
@@ -111,16 +114,17 @@ struct GateUpKernel
   }
   // Row starts: x rows are gathered, weight rows are H apart.
   struct Sources {
-    const Scalar *gate0, *up0;
+    WeightRows<Scalar> gate, up;
     bool aligned;
   };
   KOKKOS_FORCEINLINE_FUNCTION Sources sources(const typename base::Work& w) const {
     const int H = int(x.extent(1));
     Sources f;
-    f.gate0 = &gate(w.expert, w.first_col, 0);
-    f.up0 = &up(w.expert, w.first_col, 0);
-    f.aligned = base::rows_aligned(x.data(), H) && base::rows_aligned(f.gate0, H) &&
-                base::rows_aligned(f.up0, H);
+    f.gate = WeightRows<Scalar>::of(gate, gate_scale, w.expert, w.first_col);
+    f.up = WeightRows<Scalar>::of(up, up_scale, w.expert, w.first_col);
+    f.aligned = base::rows_aligned(x.data(), H) &&
+                base::weight_loader::rows_aligned(f.gate.first, H) &&
+                base::weight_loader::rows_aligned(f.up.first, H);
     return f;
   }
   KOKKOS_FORCEINLINE_FUNCTION void load_step(const Team& t, const Sources& from,
@@ -129,7 +133,7 @@ struct GateUpKernel
                                              int b, bool first_use, std::uint64_t* barrier) const {
     const int H = int(x.extent(1)), F = int(gate.extent(1));
     const int cols = F - w.first_col < BN ? F - w.first_col : BN;
-    const Scalar *x0 = x.data(), *gate0 = from.gate0, *up0 = from.up0;
+    const token* x0 = x.data();
     const bool aligned = from.aligned;
     const int* tokens = t.tokens;
     if constexpr (frag::producer_threads > 0) {
@@ -152,12 +156,10 @@ struct GateUpKernel
     base::template load_tile<BM>(
         ld, base::stage(t.xs, b, BM), w.rows, depth,
         [&](int r) { return x0 + std::int64_t(tokens[r]) * H + k0; }, aligned, first_use);
-    base::template load_tile<BN>(
-        ld, base::stage(t.ws, 2 * b, BN), cols, depth,
-        [&](int n) { return gate0 + std::int64_t(n) * H + k0; }, aligned, first_use);
-    base::template load_tile<BN>(
-        ld, base::stage(t.ws, 2 * b + 1, BN), cols, depth,
-        [&](int n) { return up0 + std::int64_t(n) * H + k0; }, aligned, first_use);
+    base::template load_weights<BN>(ld, base::stage(t.ws, 2 * b, BN), from.gate, cols, k0, depth,
+                                    aligned, first_use);
+    base::template load_weights<BN>(ld, base::stage(t.ws, 2 * b + 1, BN), from.up, cols, k0,
+                                    depth, aligned, first_use);
   }
   KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b,
                                                    Accumulators& a) {
@@ -196,7 +198,7 @@ struct GateUpKernel
         m,
         [&](int r, int n, const auto& g, const auto& u) {
           if (r < rows && n < cols)
-            store_run(&h(row0 + r, w.first_col + n), silu_times_as<Scalar>(g, u), cols - n);
+            store_run(&h(row0 + r, w.first_col + n), silu_times_as<token>(g, u), cols - n);
         },
         a.g, a.u);
   }

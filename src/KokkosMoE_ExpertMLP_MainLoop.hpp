@@ -20,10 +20,13 @@ namespace KokkosMoE {
 namespace Impl {
 
 // A kernel derives from this and supplies its own parts (see run).
+// Scalar is the weights' storage type; x, h and the outputs are
+// token_type_t<Scalar> (OperandLoader's, as inherited; weight tiles load
+// through weight_loader).
 template <class ExecutionSpace, class Scalar, class Frag>
 struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
                           ExpertTileMaps<Frag>,
-                          OperandLoader<Scalar, Frag> {
+                          OperandLoader<token_type_t<Scalar>, Frag> {
   using schedule = ExpertTileSchedule<ExecutionSpace, Frag>;
   using frag = Frag;
   using tile = typename frag::tile;
@@ -34,11 +37,13 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   // The widest run of output columns the kernels' stores take at once
   // (frag::store hands runs as wide as its layout allows, up to this).
   static constexpr int max_run = 16;
-  static_assert(check_fragment<Frag, Scalar, member>(),
+  using token = token_type_t<Scalar>;
+  using weight_loader = OperandLoader<Scalar, Frag>;
+  static_assert(check_fragment<Frag, token, member>(),
                 "the expert kernels need a matrix fragment: KokkosMoE_FragmentContract.hpp");
 
   using typename schedule::Work;
-  using typename OperandLoader<Scalar, Frag>::Loader;
+  using typename OperandLoader<token, Frag>::Loader;
   using schedule::work;
   using ExpertTileMaps<Frag>::bulk_kernel;
 
@@ -68,6 +73,18 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   KOKKOS_INLINE_FUNCTION static tile stage(const tile& t, int b, int rows) {
     return tile(t.data() + std::size_t(b) * rows * frag::operand_stride, rows,
                 frag::operand_stride);
+  }
+
+  // A weight tile: rows [0, rows) of `from` (Height at most), columns
+  // [k0, k0 + depth), as OperandLoader::load_tile.
+  template <int Height>
+  KOKKOS_FORCEINLINE_FUNCTION static void load_weights(const Loader& ld, const tile& t,
+                                                       const WeightRows<Scalar>& from, int rows,
+                                                       int k0, int depth, bool aligned,
+                                                       bool first_use) {
+    weight_loader::template load_tile<Height>(
+        typename weight_loader::Loader{ld.rank, ld.threads}, t, rows, depth,
+        [&](int n) { return from.at(n, k0); }, aligned, first_use);
   }
 
   // Iteration s of the K loop begins: step s - L has landed for the whole

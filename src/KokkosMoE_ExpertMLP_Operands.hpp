@@ -5,6 +5,8 @@
 #ifndef KOKKOSMOE_EXPERTMLP_OPERANDS_HPP
 #define KOKKOSMOE_EXPERTMLP_OPERANDS_HPP
 
+#include "KokkosMoE_ExpertMLP_WeightRows.hpp"
+
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
@@ -23,6 +25,10 @@ namespace Impl {
 // Rows at or past `rows` are zeroed only when zero_rows is true: the
 // kernels ask for it on a buffer's first use, after which nothing writes
 // those rows (a one-token decode tile is 15 such rows out of 16).
+//
+// Block-scaled weights (Scalar e4m3, row_at giving BlockScaledRows) are
+// read 16 elements (16 bytes) per chunk and stored converted, each element
+// times its block's scale, by plain stores (never asynchronous).
 //
 // Thread t copies chunk column t % C of rows t / C, t / C + P, ... (C
 // chunks per row, P = team size / C) when C divides the team: the column
@@ -43,14 +49,36 @@ struct OperandLoader {
   static constexpr int loader_threads = frag::producer_threads > 0 ? frag::producer_threads
                                                                    : frag::team_threads;
 
-  static constexpr int V = std::is_same<typename frag::operand_type, Scalar>::value &&
-                                   frag::k_contiguous && (BK * sizeof(Scalar)) % 16 == 0
+  static constexpr bool dequantizes = is_block_scaled<Scalar>::value;
+  static constexpr int V = (dequantizes || (std::is_same<typename frag::operand_type, Scalar>::value &&
+                                            frag::k_contiguous)) &&
+                                   (BK * sizeof(Scalar)) % 16 == 0
                                ? 16 / sizeof(Scalar)
                                : 1;
   static constexpr int C = BK / V;
 
+  // One 16-byte chunk of source row `src` to elements [c, c + V) of tile
+  // row r: copied as is, or dequantised (16 e4m3 values of one block).
+  template <class Source>
+  KOKKOS_FORCEINLINE_FUNCTION static void copy_chunk(const tile& t, int r, int c,
+                                                     const Source& src) {
+    if constexpr (dequantizes) {
+      struct alignas(16) Chunk {
+        std::uint32_t word[4];
+      };
+      const Chunk q = *reinterpret_cast<const Chunk*>(src.p);
+      const float scale = src.scale();
+#pragma unroll
+      for (int v = 0; v < V; ++v)
+        *frag::element(t, r, c + v) = frag::to_operand(
+            Scalar::to_float(std::uint8_t(q.word[v / 4] >> (8 * (v % 4)))) * scale);
+    } else {
+      frag::copy16(frag::element(t, r, c), src);
+    }
+  }
+
   // Whether rows of leading dimension ld starting at p are 16-byte aligned.
-  KOKKOS_INLINE_FUNCTION static bool rows_aligned(const Scalar* p, std::int64_t ld) {
+  KOKKOS_INLINE_FUNCTION static bool rows_aligned(const void* p, std::int64_t ld) {
     return reinterpret_cast<std::uintptr_t>(p) % 16 == 0 && (ld * sizeof(Scalar)) % 16 == 0;
   }
 
@@ -64,7 +92,7 @@ struct OperandLoader {
       for (int v = 0; v < Count; ++v) *frag::element(t, r, c + v) = operand(0.0f);
       return;
     }
-    const Scalar* src = row_at(r) + c;
+    const auto src = row_at(r) + c;
     if (c + Count <= cols) {  // the whole run: no bound to test
       for (int v = 0; v < Count; ++v) *frag::element(t, r, c + v) = frag::to_operand(src[v]);
       return;
@@ -79,12 +107,14 @@ struct OperandLoader {
     const int height = zero_rows ? t.extent_int(0)
                                  : (rows < t.extent_int(0) ? rows : t.extent_int(0));
     const int threads = ld.threads, rank = ld.rank;
-    // 16-byte chunks need 16-byte aligned destinations too.
-    const bool vector = V > 1 && aligned &&
-                        (frag::operand_stride * sizeof(typename frag::operand_type)) % 16 == 0 &&
-                        reinterpret_cast<std::uintptr_t>(t.data()) % 16 == 0;
+    // 16-byte copies need 16-byte aligned destinations too.
+    const bool vector =
+        V > 1 && aligned &&
+        (dequantizes ||
+         ((frag::operand_stride * sizeof(typename frag::operand_type)) % 16 == 0 &&
+          reinterpret_cast<std::uintptr_t>(t.data()) % 16 == 0));
     const auto chunk = [&](int r, int c) {
-      if (vector && r < rows && c + V <= cols) frag::copy16(frag::element(t, r, c), row_at(r) + c);
+      if (vector && r < rows && c + V <= cols) copy_chunk(t, r, c, row_at(r) + c);
       else convert<V>(t, r, c, rows, cols, row_at);
     };
     if (loader_threads <= 1 && threads == 1) {
@@ -117,8 +147,7 @@ struct OperandLoader {
                                                     const RowAt& row_at) {
     const int rank = ld.rank, c = (rank % C) * V, r0 = rank / C;
 #pragma unroll
-    for (int j = 0; j < Height / P; ++j)
-      frag::copy16(frag::element(t, r0 + j * P, c), row_at(r0 + j * P) + c);
+    for (int j = 0; j < Height / P; ++j) copy_chunk(t, r0 + j * P, c, row_at(r0 + j * P) + c);
   }
   // load_full of the first `rows` rows only, the others left as they are (a
   // row of a meets only its own row of the product, which is not stored).
@@ -128,7 +157,7 @@ struct OperandLoader {
     const int rank = ld.rank, c = (rank % C) * V, r0 = rank / C;
 #pragma unroll
     for (int j = 0; j < Height / P; ++j)
-      if (r0 + j * P < rows) frag::copy16(frag::element(t, r0 + j * P, c), row_at(r0 + j * P) + c);
+      if (r0 + j * P < rows) copy_chunk(t, r0 + j * P, c, row_at(r0 + j * P) + c);
   }
   // load_full where it applies (full: the tile's rows and columns all exist
   // and are aligned), load otherwise. Producer warps, whose issue rate

@@ -53,6 +53,42 @@ void check_extents(const View& v, std::initializer_list<std::int64_t> want, cons
     throw std::invalid_argument(std::string("KokkosMoE::Layer: weights.") + name +
                                 " must be contiguous (no padding, no strided subview)");
 }
+
+// Block-scaled weights: every scale finite and no element a NaN code (bad
+// weights fail here, once, rather than as NaN outputs).
+template <class Space, class Tensor, class Scales>
+void check_block_scaled(const Space& exec, const Tensor& t, const Scales& scale,
+                        const char* name) {
+  using range = Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>;
+  const std::int64_t R = t.extent(1), C = t.extent(2);
+  std::int64_t bad_values = 0, bad_scales = 0;
+  Kokkos::parallel_reduce(
+      "KokkosMoE::check_weights", range(exec, 0, std::int64_t(value_count(t))),
+      KOKKOS_LAMBDA(std::int64_t i, std::int64_t & n) {
+        n += (t(i / (R * C), (i / C) % R, i % C).bits & 0x7f) == 0x7f;
+      },
+      bad_values);
+  const std::int64_t RB = scale.extent(1), CB = scale.extent(2);
+  Kokkos::parallel_reduce(
+      "KokkosMoE::check_scales", range(exec, 0, std::int64_t(value_count(scale))),
+      KOKKOS_LAMBDA(std::int64_t i, std::int64_t & n) {
+        const float s = scale(i / (RB * CB), (i / CB) % RB, i % CB);
+        n += (float_bits(s) & 0x7f800000u) == 0x7f800000u;
+      },
+      bad_scales);
+  if (bad_values > 0)
+    throw std::invalid_argument(std::string("KokkosMoE::Layer: weights.") + name + " holds " +
+                                std::to_string(bad_values) + " e4m3 NaN values");
+  if (bad_scales > 0)
+    throw std::invalid_argument(std::string("KokkosMoE::Layer: weights.") + name + "_scale holds " +
+                                std::to_string(bad_scales) + " scales that are not finite");
+}
+template <class Space, class Weights>
+void check_block_scaled(const Space& exec, const Weights& w) {
+  check_block_scaled(exec, w.gate, w.gate_scale, "gate");
+  check_block_scaled(exec, w.up, w.up_scale, "up");
+  check_block_scaled(exec, w.down, w.down_scale, "down");
+}
 }  // namespace Impl
 
 template <class ExecutionSpace, class Scalar>
@@ -69,12 +105,19 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
   Impl::check_extents(weights_.gate, {E, F, H}, "gate");
   Impl::check_extents(weights_.up, {E, F, H}, "up");
   Impl::check_extents(weights_.down, {E, H, F}, "down");
+  if constexpr (is_block_scaled<Scalar>::value) {
+    const std::int64_t fb = weights_type::blocks(F), hb = weights_type::blocks(H);
+    Impl::check_extents(weights_.gate_scale, {E, fb, hb}, "gate_scale");
+    Impl::check_extents(weights_.up_scale, {E, fb, hb}, "up_scale");
+    Impl::check_extents(weights_.down_scale, {E, hb, fb}, "down_scale");
+    Impl::check_block_scaled(exec_, weights_);
+  }
 
   ids_ = ids_view("KokkosMoE::routing_ids", T, k);
   routing_weights_ = weights_view("KokkosMoE::routing_weights", T, k);
   if (config_.routing != RoutingMode::external) {
     logits_ = decltype(logits_)("KokkosMoE::logits", T, E);
-    if (!std::is_same<Scalar, float>::value)
+    if (!std::is_same<token_type, float>::value)
       x_float_ = decltype(x_float_)("KokkosMoE::x_float", T, H);
   }
   // Room for the tiles of the shape with the fewest rows per tile.
@@ -186,7 +229,7 @@ void Layer<ExecutionSpace, Scalar>::route(const const_tokens_view& x, std::int64
         "KokkosMoE::Layer::route: the layer was configured for external routing");
   check_tokens(num_tokens, std::int64_t(x.extent(0)), "x");
   check_width(x, config_.hidden_size, "x");
-  Impl::route_tokens<ExecutionSpace, Scalar>(
+  Impl::route_tokens<ExecutionSpace, token_type>(
       exec_, config_, {weights_.router, weights_.bias, logits_, x_float_, ids_, routing_weights_},
       x, num_tokens);
 }
@@ -245,6 +288,8 @@ void Layer<ExecutionSpace, Scalar>::gate_up_tiles(const const_tokens_view& x,
   f.x = x;
   f.gate = weights_.gate;
   f.up = weights_.up;
+  f.gate_scale = weights_.gate_scale;
+  f.up_scale = weights_.up_scale;
   f.h = h_;
   f.partial = gate_up_parts_;
   f.assignments = int(assignments);
@@ -260,7 +305,7 @@ void Layer<ExecutionSpace, Scalar>::gate_up_tiles(const const_tokens_view& x,
               Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::small>::split_k_teams());
   // The large kernel's tensor copies read x's rows gathered, tile-major.
   if (activations_tile_major()) {
-    using gather = Impl::GatherRowsKernel<ExecutionSpace, Scalar>;
+    using gather = Impl::GatherRowsKernel<ExecutionSpace, token_type>;
     const bool aligned = reinterpret_cast<std::uintptr_t>(x.data()) % 16 == 0;
     Kokkos::parallel_for("KokkosMoE::gather_rows",
                          Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
@@ -275,7 +320,7 @@ void Layer<ExecutionSpace, Scalar>::gate_up_tiles(const const_tokens_view& x,
     Kokkos::parallel_for("KokkosMoE::activation",
                          Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
                              exec_, 0, assignments * config_.ffn_size),
-                         Impl::ActivationKernel<ExecutionSpace, Scalar>{
+                         Impl::ActivationKernel<ExecutionSpace, token_type>{
                              gate_up_parts_, h_, config_.ffn_size, assignments, f.splits});
 }
 
@@ -317,6 +362,7 @@ void Layer<ExecutionSpace, Scalar>::down_combine_tiles(const const_weights_view&
   f.column_blocks = int((config_.hidden_size + kernel::BN - 1) / kernel::BN);
   f.h = h_;
   f.down = weights_.down;
+  f.down_scale = weights_.down_scale;
   f.y = y_;
   f.assignments = int(assignments);
   f.maps = copy_maps_.data();
@@ -342,7 +388,7 @@ template <int Width>
 void Layer<ExecutionSpace, Scalar>::combine(const const_weights_view& routing_weights,
                                             const tokens_view& out, std::int64_t num_tokens,
                                             int splits) {
-  using kernel = Impl::CombineKernel<ExecutionSpace, Scalar, Width>;
+  using kernel = Impl::CombineKernel<ExecutionSpace, token_type, Width>;
   if constexpr (Width > 1) {
     if (!kernel::applies(y_.data(), config_.hidden_size))
       return combine<1>(routing_weights, out, num_tokens, splits);

@@ -6,6 +6,7 @@
 #define KOKKOSMOE_TESTRANDOM_HPP
 
 #include <KokkosMoE/KokkosMoE_Config.hpp>
+#include <KokkosMoE/KokkosMoE_Quantize.hpp>
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 #include <KokkosMoE/KokkosMoE_Weights.hpp>
 
@@ -42,7 +43,7 @@ std::vector<double> to_double(const View& v) {
 
 // Random weights scaled so activations stay O(1) whatever H and F are.
 template <class Scalar, class Mem>
-Weights<Scalar, Mem> random_weights(const Config& c, std::uint64_t seed) {
+Weights<Scalar, Mem> random_values(const Config& c, std::uint64_t seed) {
   auto w = Weights<Scalar, Mem>::allocate(c);
   const double gh = 1.0 / std::sqrt(double(c.hidden_size)),
                df = 1.0 / std::sqrt(double(c.ffn_size));
@@ -54,6 +55,14 @@ Weights<Scalar, Mem> random_weights(const Config& c, std::uint64_t seed) {
   return w;
 }
 
+// The same for any storage type.
+template <class Scalar, class Mem>
+Weights<Scalar, Mem> random_weights(const Config& c, std::uint64_t seed) {
+  // e4m3: the float weights of the same seed, quantised.
+  if constexpr (is_block_scaled<Scalar>::value)
+    return quantize_fp8(random_weights<float, Mem>(c, seed));
+  else return random_values<Scalar, Mem>(c, seed);
+}
 // Host routing: every token draws k distinct experts among `experts`.
 struct HostRouting {
   std::vector<std::int32_t> ids;

@@ -22,6 +22,8 @@ namespace KokkosMoE {
 namespace Test {
 
 using StorageTypes = ::testing::Types<float, float16, bfloat16>;
+// The layer's: the storage types, and e4m3 expert weights (bf16 tokens).
+using LayerTypes = ::testing::Types<float, float16, bfloat16, float8_e4m3>;
 
 // One layer with random weights and inputs on the test space, external or
 // routed, with max_tokens rows of inputs and outputs.

@@ -17,7 +17,7 @@ using Space = TEST_EXECSPACE;
 
 template <class Scalar>
 class DETERMINISM_SUITE : public ::testing::Test {};
-TYPED_TEST_SUITE(DETERMINISM_SUITE, StorageTypes);
+TYPED_TEST_SUITE(DETERMINISM_SUITE, LayerTypes);
 
 struct Shape {
   const char* name;
@@ -94,14 +94,14 @@ TYPED_TEST(DETERMINISM_SUITE, RunToRunIsBitwise) {
         const auto first = row_bytes(p.out, 0, s.T);
         EXPECT_LT(error(layer, p, s.T), reference_tolerance<Scalar>());
         for (int run = 0; run < 3; ++run) {
-          Kokkos::deep_copy(p.out, Scalar(0.5f));
+          Kokkos::deep_copy(p.out, token_type_t<Scalar>(0.5f));
           forward(layer, p, s.T);
-          EXPECT_EQ(differing_values<Scalar>(first, row_bytes(p.out, 0, s.T)), 0) << "run " << run;
+          EXPECT_EQ(differing_values<token_type_t<Scalar>>(first, row_bytes(p.out, 0, s.T)), 0) << "run " << run;
         }
         Layer<Space, Scalar> other(p.config, p.weights);
-        Kokkos::deep_copy(p.out, Scalar(0.5f));
+        Kokkos::deep_copy(p.out, token_type_t<Scalar>(0.5f));
         forward(other, p, s.T);
-        EXPECT_EQ(differing_values<Scalar>(first, row_bytes(p.out, 0, s.T)), 0) << "other layer";
+        EXPECT_EQ(differing_values<token_type_t<Scalar>>(first, row_bytes(p.out, 0, s.T)), 0) << "other layer";
       }
     }
   }
@@ -147,10 +147,10 @@ std::int64_t differing_from_whole(const Problem<Space, Scalar>& whole,
   Layer<Space, Scalar> layer(sub.p.config, sub.p.weights);
   forward(layer, sub.p, std::int64_t(tokens.size()));
   const auto got = row_bytes(sub.p.out, 0, std::int64_t(tokens.size()));
-  const std::size_t width = std::size_t(whole.config.hidden_size) * sizeof(Scalar);
+  const std::size_t width = std::size_t(whole.config.hidden_size) * sizeof(token_type_t<Scalar>);
   std::int64_t n = 0;
   for (std::size_t i = 0; i < tokens.size(); ++i)
-    n += differing_values<Scalar>(
+    n += differing_values<token_type_t<Scalar>>(
         std::vector<unsigned char>(whole_out.begin() + tokens[i] * width,
                                    whole_out.begin() + (tokens[i] + 1) * width),
         std::vector<unsigned char>(got.begin() + i * width, got.begin() + (i + 1) * width));

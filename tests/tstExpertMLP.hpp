@@ -89,7 +89,7 @@ using Space = TEST_EXECSPACE;
 
 template <class Scalar>
 class EXPERTMLP_SUITE : public ::testing::Test {};
-TYPED_TEST_SUITE(EXPERTMLP_SUITE, StorageTypes);
+TYPED_TEST_SUITE(EXPERTMLP_SUITE, LayerTypes);
 
 // h after gate_up against float64, at the row where the layer keeps each
 // sorted row (sorted order or tile-major: see activations_tile_major, whose
@@ -107,7 +107,15 @@ void expect_activations_match(int E, int k, std::int64_t H, std::int64_t F, std:
   layer.gate_up(p.x, T);
   EXPECT_EQ(layer.activations_tile_major(), (large && Impl::bulk_copies<Space, Scalar>()));
 
-  const auto x = to_double(p.x), gate = to_double(p.weights.gate), up = to_double(p.weights.up);
+  // (e4m3: the values the weights stand for.)
+  std::vector<double> gate, up;
+  if constexpr (is_block_scaled<Scalar>::value) {
+    const auto values = dequantize(p.weights);
+    gate = to_double(values.gate), up = to_double(values.up);
+  } else {
+    gate = to_double(p.weights.gate), up = to_double(p.weights.up);
+  }
+  const auto x = to_double(p.x);
   const auto h = to_double(layer.activations());
   const auto& plan = layer.plan();
   auto order = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.order);

@@ -21,7 +21,7 @@ using Space = TEST_EXECSPACE;
 
 template <class Scalar>
 class LAYER_SUITE : public ::testing::Test {};
-TYPED_TEST_SUITE(LAYER_SUITE, StorageTypes);
+TYPED_TEST_SUITE(LAYER_SUITE, LayerTypes);
 
 struct Case {
   const char* name;
@@ -108,14 +108,19 @@ TYPED_TEST(LAYER_SUITE, BuffersAreReusedAcrossBatchSizes) {
 // The unfused KokkosBlas baseline computes the same layer. (Built only with
 // Kokkos Kernels: without it there is no such baseline to test.)
 #ifdef KOKKOSMOE_ENABLE_KOKKOSKERNELS
+// (The baseline multiplies one storage type: not e4m3 weights.)
 TYPED_TEST(LAYER_SUITE, UnfusedBaselineMatchesReference) {
   using Scalar = TypeParam;
-  for (const Case& c : {cases[0], cases[2], cases[3], cases[4], cases[8]}) {
-    SCOPED_TRACE(c.name);
-    auto p = problem_for<Scalar>(c, 4);
-    UnfusedExperts<Space, Scalar> unfused(p.config, p.weights);
-    unfused.forward(p.x, p.ids, p.routing_weights, p.out, c.T);
-    EXPECT_LT(p.error(c.T), reference_tolerance<Scalar>());
+  if constexpr (is_block_scaled<Scalar>::value) {
+    GTEST_SKIP() << "no unfused baseline for block-scaled weights";
+  } else {
+    for (const Case& c : {cases[0], cases[2], cases[3], cases[4], cases[8]}) {
+      SCOPED_TRACE(c.name);
+      auto p = problem_for<Scalar>(c, 4);
+      UnfusedExperts<Space, Scalar> unfused(p.config, p.weights);
+      unfused.forward(p.x, p.ids, p.routing_weights, p.out, c.T);
+      EXPECT_LT(p.error(c.T), reference_tolerance<Scalar>());
+    }
   }
 }
 #endif

@@ -73,8 +73,7 @@ Weights<Scalar, MemorySpace> local_expert_weights(const Weights<Scalar, MemorySp
   w.gate = decltype(w.gate)("KokkosMoE::gate", E, F, H);
   w.up = decltype(w.up)("KokkosMoE::up", E, F, H);
   w.down = decltype(w.down)("KokkosMoE::down", E, H, F);
-  using tensor = decltype(w.gate);
-  auto copy_expert = [](const tensor& to, std::int64_t i, const tensor& from, int e) {
+  auto copy_expert = [](const auto& to, std::int64_t i, const auto& from, int e) {
     Kokkos::deep_copy(Kokkos::subview(to, i, Kokkos::ALL(), Kokkos::ALL()),
                       Kokkos::subview(from, e, Kokkos::ALL(), Kokkos::ALL()));
   };
@@ -82,6 +81,18 @@ Weights<Scalar, MemorySpace> local_expert_weights(const Weights<Scalar, MemorySp
     copy_expert(w.gate, i, full.gate, mine[i]);
     copy_expert(w.up, i, full.up, mine[i]);
     copy_expert(w.down, i, full.down, mine[i]);
+  }
+  if (is_block_scaled<Scalar>::value) {
+    const auto FB = std::int64_t(full.gate_scale.extent(1)),
+               HB = std::int64_t(full.gate_scale.extent(2));
+    w.gate_scale = decltype(w.gate_scale)("KokkosMoE::gate_scale", E, FB, HB);
+    w.up_scale = decltype(w.up_scale)("KokkosMoE::up_scale", E, FB, HB);
+    w.down_scale = decltype(w.down_scale)("KokkosMoE::down_scale", E, HB, FB);
+    for (std::int64_t i = 0; i < E; ++i) {
+      copy_expert(w.gate_scale, i, full.gate_scale, mine[i]);
+      copy_expert(w.up_scale, i, full.up_scale, mine[i]);
+      copy_expert(w.down_scale, i, full.down_scale, mine[i]);
+    }
   }
   return w;
 }
@@ -180,6 +191,7 @@ class ExpertParallelLayer {
   using execution_space = ExecutionSpace;
   using memory_space = typename ExecutionSpace::memory_space;
   using scalar_type = Scalar;
+  using token_type = token_type_t<Scalar>;
   using weights_type = Weights<Scalar, memory_space>;
   using tokens_view = typename local_layer_type::tokens_view;
   using const_tokens_view = typename local_layer_type::const_tokens_view;
@@ -296,7 +308,8 @@ class ExpertParallelLayer {
   ids_view recv_experts_;                                   // [capacity, 1]
   weights_view ones_;                                       // [capacity, 1]
   // Host buffers of the exchanges where staged: sent, received.
-  Kokkos::View<Scalar**, Kokkos::LayoutRight, Kokkos::HostSpace> host_send_rows_, host_recv_rows_;
+  Kokkos::View<token_type**, Kokkos::LayoutRight, Kokkos::HostSpace> host_send_rows_,
+      host_recv_rows_;
   Kokkos::View<std::int32_t*, Kokkos::HostSpace> host_send_experts_, host_recv_experts_;
 
   // This rank's experts on the rows it receives (none if it holds none).

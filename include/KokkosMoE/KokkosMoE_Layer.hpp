@@ -19,16 +19,20 @@
 
 namespace KokkosMoE {
 
+// Scalar: the storage type of the expert weights, and of the hidden states,
+// activations and outputs (token_type), which for float8_e4m3 weights are
+// bfloat16.
 template <class ExecutionSpace, class Scalar>
 class Layer {
  public:
   using execution_space = ExecutionSpace;
   using memory_space = typename ExecutionSpace::memory_space;
   using scalar_type = Scalar;
+  using token_type = token_type_t<Scalar>;
   using weights_type = Weights<Scalar, memory_space>;
   // Hidden states and outputs: [tokens, H], row-major.
-  using tokens_view = Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space>;
-  using const_tokens_view = Kokkos::View<const Scalar**, Kokkos::LayoutRight, memory_space>;
+  using tokens_view = Kokkos::View<token_type**, Kokkos::LayoutRight, memory_space>;
+  using const_tokens_view = Kokkos::View<const token_type**, Kokkos::LayoutRight, memory_space>;
   // Routing: [tokens, k] expert ids (in [0, E), distinct per row) and weights.
   using ids_view = Kokkos::View<std::int32_t**, Kokkos::LayoutRight, memory_space>;
   using weights_view = Kokkos::View<float**, Kokkos::LayoutRight, memory_space>;
@@ -79,7 +83,7 @@ class Layer {
   const DispatchPlan<memory_space>& plan() const { return plan_; }
   // h, F wide: in sorted order (row p belongs to assignment plan().order(p)),
   // or tile-major where activations_tile_major() says so.
-  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> activations() const { return h_; }
+  Kokkos::View<token_type**, Kokkos::LayoutRight, memory_space> activations() const { return h_; }
   // Whether the last dispatch chose large tiles whose operands come by
   // tensor copies (sm_90a): h's rows are then tile-major, the r-th row of
   // tile t (plan().tiles(t, 1) + r in sorted order) at t * plan().tile_rows
@@ -138,7 +142,7 @@ class Layer {
   std::int64_t dispatched_tokens_ = -1;
   std::int64_t gated_tokens_ = -1;
   int one_team_threads_ = 1;  // the one-team dispatch's team on exec_
-  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space>
+  Kokkos::View<token_type**, Kokkos::LayoutRight, memory_space>
       h_;  // [max_tokens * k or tile-major rows, F]
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y_;  // [max_tokens * k, H]
   // Split-K parts of the gate and up products of small batches: [rows, 2F].
@@ -147,7 +151,7 @@ class Layer {
   // copies, and those rows ([rows, H], tile-major), where the backend's
   // large kernels use them (empty otherwise).
   Kokkos::View<std::uint64_t*, memory_space> copy_maps_;
-  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> gathered_rows_;
+  Kokkos::View<token_type**, Kokkos::LayoutRight, memory_space> gathered_rows_;
 };
 
 }  // namespace KokkosMoE

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// Storage types of the layer: float, IEEE binary16 and bfloat16.
+// Storage types of the layer: float, IEEE binary16, bfloat16, and for expert
+// weights only, float8 e4m3 with a float scale per 128 x 128 block.
 //
-// Arithmetic and accumulation are always in float; 16-bit types are storage
-// only. Kokkos 3.4 has no bfloat16 and its half_t is float on host backends,
+// Arithmetic and accumulation are always in float; 16- and 8-bit types are
+// storage only. Kokkos 3.4 has no bfloat16 and its half_t is float on host backends,
 // so both 16-bit types are defined here, bit-exact on every backend (the CUDA
 // fragment reinterprets them as __half / __nv_bfloat16).
 #ifndef KOKKOSMOE_SCALAR_HPP
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 
 namespace KokkosMoE {
 
@@ -86,6 +88,71 @@ struct float16 {
   }
 };
 
+// OCP float8 e4m3 (as in DeepSeek-V3's checkpoints and Hopper's tensor
+// cores): sign, 4 exponent bits (bias 7), 3 mantissa bits, no infinities,
+// S.1111.111 is NaN, the largest value is 448. Conversion from float
+// rounds to nearest even and saturates to +-448 (NaN stays NaN).
+struct float8_e4m3 {
+  std::uint8_t bits;
+
+  float8_e4m3() = default;
+  KOKKOS_INLINE_FUNCTION explicit float8_e4m3(float f) : bits(from_float(f)) {}
+  KOKKOS_INLINE_FUNCTION explicit operator float() const { return to_float(bits); }
+
+  static constexpr float max = 448.0f;
+
+  // The magnitude bits shifted into a float's exponent and mantissa are the
+  // value times 2^-120, subnormals included (they become float subnormals,
+  // which the multiply keeps: no flush-to-zero in our builds).
+  KOKKOS_INLINE_FUNCTION static float to_float(std::uint8_t b) {
+    const std::uint32_t m = b & 0x7fu;
+    if (m == 0x7fu) return Impl::bits_float(0x7fc00000u);
+    const float v = Impl::bits_float(m << 20) * 1.329227995784916e+36f;  // 2^120
+    return Impl::bits_float(Impl::float_bits(v) | (std::uint32_t(b & 0x80u) << 24));
+  }
+
+  KOKKOS_INLINE_FUNCTION static std::uint8_t from_float(float f) {
+    const std::uint32_t u = Impl::float_bits(f);
+    const std::uint8_t sign = std::uint8_t((u >> 24) & 0x80u);
+    const std::uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return std::uint8_t(sign | 0x7fu);   // NaN
+    if (a >= 0x43e00000u) return std::uint8_t(sign | 0x7eu);  // >= 448: saturate
+    if (a < 0x3c800000u) {
+      // Below the smallest normal (2^-6): the subnormal mantissa is the
+      // value in units of 2^-9, rounded to nearest even by the float
+      // addition (8 rounds up to the smallest normal, code 8).
+      const float scaled = Impl::bits_float(a) * 512.0f + 8388608.0f;  // * 2^9 + 2^23
+      return std::uint8_t(sign | (Impl::float_bits(scaled) - 0x4b000000u));
+    }
+    std::uint32_t r = a - 0x3c000000u;  // rebias exponent from 127 to 7
+    r += 0x7ffffu + ((r >> 20) & 1u);
+    r >>= 20;
+    return std::uint8_t(sign | (r > 0x7eu ? 0x7eu : r));
+  }
+};
+
+// Block-scaled storage types: a value is the stored element times the float
+// scale of its block of weight_block x weight_block elements (rows, columns
+// of each expert's matrix), DeepSeek-V3's layout.
+template <class Scalar>
+struct is_block_scaled : std::false_type {};
+template <>
+struct is_block_scaled<float8_e4m3> : std::true_type {};
+constexpr int weight_block = 128;
+
+// The type of a layer's hidden states, activations and outputs for a
+// storage type: the type itself, and bfloat16 for e4m3 expert weights.
+template <class Scalar>
+struct TokenType {
+  using type = Scalar;
+};
+template <>
+struct TokenType<float8_e4m3> {
+  using type = bfloat16;
+};
+template <class Scalar>
+using token_type_t = typename TokenType<Scalar>::type;
+
 namespace Impl {
 template <class Scalar>
 KOKKOS_INLINE_FUNCTION float to_float(Scalar x) {
@@ -114,6 +181,14 @@ template <>
 struct ScalarTraits<bfloat16> {
   static constexpr const char* name = "bf16";
   static constexpr double epsilon = 7.8125e-03;  // 2^-7
+};
+// epsilon is that of the values the layer rounds, its bf16 activations; the
+// weights' own (2^-3) is in the quantisation, not in the layer.
+template <>
+struct ScalarTraits<float8_e4m3> {
+  static constexpr const char* name = "fp8";
+  static constexpr double epsilon = 7.8125e-03;         // 2^-7 (bf16)
+  static constexpr double weight_epsilon = 1.25e-01;  // 2^-3 (e4m3)
 };
 
 }  // namespace KokkosMoE

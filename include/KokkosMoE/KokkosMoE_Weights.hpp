@@ -4,12 +4,15 @@
 #define KOKKOSMOE_WEIGHTS_HPP
 
 #include <KokkosMoE/KokkosMoE_Config.hpp>
+#include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
 #include <Kokkos_Core.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 namespace KokkosMoE {
 namespace Impl {
@@ -41,6 +44,19 @@ void check_span(const View& v, const std::string& what) {
 }
 }  // namespace Impl
 
+namespace Impl {
+// Element (e, r, c) of a weight tensor as the value it stands for (times
+// its block's scale for block-scaled types).
+template <class Tensor, class Scales>
+KOKKOS_INLINE_FUNCTION float weight_value(const Tensor& t, const Scales& scale, int e,
+                                          std::int64_t r, std::int64_t c) {
+  using stored = std::remove_const_t<typename Tensor::value_type>;
+  if constexpr (is_block_scaled<stored>::value)
+    return float(t(e, r, c)) * scale(e, r / weight_block, c / weight_block);
+  else return to_float(t(e, r, c));
+}
+}  // namespace Impl
+
 template <class Scalar, class MemorySpace>
 struct Weights {
   template <class T>
@@ -55,6 +71,17 @@ struct Weights {
   tensor<Scalar> gate;                     // [E, F, H]
   tensor<Scalar> up;                       // [E, F, H]
   tensor<Scalar> down;                     // [E, H, F]
+  // Block-scaled types only (is_block_scaled; empty otherwise): the scale of
+  // each weight_block x weight_block block of gate, up and down, which
+  // multiplies its stored elements (DeepSeek-V3's weight_scale_inv).
+  tensor<float> gate_scale;  // [E, ceil(F / 128), ceil(H / 128)]
+  tensor<float> up_scale;    // [E, ceil(F / 128), ceil(H / 128)]
+  tensor<float> down_scale;  // [E, ceil(H / 128), ceil(F / 128)]
+
+  // Blocks along a dimension of n elements.
+  static constexpr std::int64_t blocks(std::int64_t n) {
+    return (n + weight_block - 1) / weight_block;
+  }
 
   static Weights allocate(const Config& c) {
     c.validate();  // sizes that wrap around would allocate garbage
@@ -65,6 +92,12 @@ struct Weights {
     w.up = tensor<Scalar>("KokkosMoE::up", c.num_experts, c.ffn_size, c.hidden_size);
     w.down = tensor<Scalar>("KokkosMoE::down", c.num_experts, c.hidden_size, c.ffn_size);
     for (const auto* t : {&w.gate, &w.up, &w.down}) Impl::check_span(*t, "KokkosMoE::Weights");
+    if (is_block_scaled<Scalar>::value) {
+      const std::int64_t fb = blocks(c.ffn_size), hb = blocks(c.hidden_size);
+      w.gate_scale = tensor<float>("KokkosMoE::gate_scale", c.num_experts, fb, hb);
+      w.up_scale = tensor<float>("KokkosMoE::up_scale", c.num_experts, fb, hb);
+      w.down_scale = tensor<float>("KokkosMoE::down_scale", c.num_experts, hb, fb);
+    }
     return w;
   }
 };

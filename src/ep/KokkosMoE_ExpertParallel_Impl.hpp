@@ -67,7 +67,10 @@ class ExpertParallelPhase {
 // The storage type, as a number compared across ranks.
 template <class Scalar>
 constexpr int storage_code() {
-  return std::is_same<Scalar, float>::value ? 1 : std::is_same<Scalar, float16>::value ? 2 : 3;
+  return std::is_same<Scalar, float>::value     ? 1
+         : std::is_same<Scalar, float16>::value ? 2
+         : std::is_same<Scalar, bfloat16>::value ? 3
+                                                 : 4;
 }
 
 inline std::int64_t float_bits_value(float f) {
@@ -155,7 +158,7 @@ ExpertParallelLayer<ExecutionSpace, Scalar>::ExpertParallelLayer(
     if (options_.capacity < 0)
       throw std::invalid_argument("capacity must be >= 0 (0: the worst case), got " +
                                   std::to_string(options_.capacity));
-    if (H * std::int64_t(sizeof(Scalar)) > INT_MAX)
+    if (H * std::int64_t(sizeof(token_type)) > INT_MAX)
       throw std::invalid_argument("a row of hidden_size values exceeds 2^31 - 1 bytes");
     if (options_.transport == ExpertParallelOptions::Transport::nccl) {
       if (!nccl_available())
@@ -187,7 +190,7 @@ ExpertParallelLayer<ExecutionSpace, Scalar>::ExpertParallelLayer(
           {"topk_group", config_.topk_group},
           {"routed_scaling", Impl::float_bits_value(config_.routed_scaling), false},
           {"batch_invariant", config_.batch_invariant},
-          {"the storage type (1 fp32, 2 fp16, 3 bf16)", Impl::storage_code<Scalar>()},
+          {"the storage type (1 fp32, 2 fp16, 3 bf16, 4 fp8)", Impl::storage_code<Scalar>()},
           {"the expert placement", std::int64_t(placement_.fingerprint() >> 1), false},
           {"the transport", int(options_.transport)}});
   if (!differs.empty()) throw std::invalid_argument("KokkosMoE::ExpertParallelLayer: " + differs);
@@ -212,7 +215,7 @@ ExpertParallelLayer<ExecutionSpace, Scalar>::ExpertParallelLayer(
     if (capacity_ > INT_MAX)
       throw std::invalid_argument("capacity " + std::to_string(capacity_) +
                                   " rows exceeds 2^31 - 1: set ExpertParallelOptions::capacity");
-    comm_.set_row_bytes(H * std::int64_t(sizeof(Scalar)));
+    comm_.set_row_bytes(H * std::int64_t(sizeof(token_type)));
     const std::int64_t T = config_.max_tokens, A = T * k, C = capacity_;
     router_.router = local_weights.router;
     router_.bias = local_weights.bias;
@@ -220,7 +223,7 @@ ExpertParallelLayer<ExecutionSpace, Scalar>::ExpertParallelLayer(
     router_.weights = weights_view("KokkosMoE::ep::routing_weights", T, k);
     if (config_.routing != RoutingMode::external) {
       router_.logits = decltype(router_.logits)("KokkosMoE::ep::logits", T, E);
-      if (!std::is_same<Scalar, float>::value)
+      if (!std::is_same<token_type, float>::value)
         router_.x_float = decltype(router_.x_float)("KokkosMoE::ep::x_float", T, H);
     }
     owner_ = decltype(owner_)("KokkosMoE::ep::owner", E);
@@ -376,7 +379,7 @@ void ExpertParallelLayer<ExecutionSpace, Scalar>::forward(const const_tokens_vie
   {
     Impl::ExpertParallelPhase<ExecutionSpace> phase(exec_, "KokkosMoE::ep::route", times_.route);
     if (error.empty())
-      Impl::route_tokens<ExecutionSpace, Scalar>(exec_, config_,
+      Impl::route_tokens<ExecutionSpace, token_type>(exec_, config_,
                                                  {router_.router, router_.bias, router_.logits,
                                                   router_.x_float, router_.ids, router_.weights},
                                                  x, num_tokens);
@@ -446,7 +449,7 @@ void ExpertParallelLayer<ExecutionSpace, Scalar>::exchange_and_compute(
   }
 
   const std::int64_t A = n * k;
-  const std::size_t row_bytes = std::size_t(H) * sizeof(Scalar);
+  const std::size_t row_bytes = std::size_t(H) * sizeof(token_type);
   {
     Phase phase(exec_, "KokkosMoE::ep::pack", times_.pack);
     if (A > 0) {
@@ -459,7 +462,7 @@ void ExpertParallelLayer<ExecutionSpace, Scalar>::exchange_and_compute(
                                                                   chunk_counts_, send_offsets_,
                                                                   slot_, send_experts_, A, k});
       Kokkos::parallel_for("KokkosMoE::ep::pack_rows", range(exec_, 0, A * H),
-                           Impl::PackRows<ExecutionSpace, Scalar>{x, slot_, send_rows_, H, k});
+                           Impl::PackRows<ExecutionSpace, token_type>{x, slot_, send_rows_, H, k});
     }
   }
   {
@@ -486,7 +489,7 @@ void ExpertParallelLayer<ExecutionSpace, Scalar>::exchange_and_compute(
     Phase phase(exec_, "KokkosMoE::ep::combine", times_.combine);
     if (n > 0)
       Kokkos::parallel_for("KokkosMoE::ep::combine", range(exec_, 0, n * H),
-                           Impl::CombineRows<ExecutionSpace, Scalar>{send_rows_, slot_,
+                           Impl::CombineRows<ExecutionSpace, token_type>{send_rows_, slot_,
                                                                      routing_weights, out, H, k});
   }
 
