@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The 16-bit storage types: exhaustive round trips and rounding rules.
+// The 16- and 8-bit storage types: exhaustive round trips and rounding rules.
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
 #include <gtest/gtest.h>
@@ -12,11 +12,12 @@
 namespace {
 using KokkosMoE::bfloat16;
 using KokkosMoE::float16;
+using KokkosMoE::float8_e4m3;
 
 template <class T>
 T from_bits(std::uint16_t b) {
   T v;
-  v.bits = b;
+  v.bits = decltype(v.bits)(b);
   return v;
 }
 
@@ -65,6 +66,60 @@ TEST(Scalar, Bfloat16KnownValues) {
   EXPECT_EQ(bfloat16(1.0f + 3.0f / 256).bits, 0x3f82);                  // tie to even, up
   EXPECT_EQ(bfloat16(std::numeric_limits<float>::max()).bits, 0x7f80);  // overflow to inf
   EXPECT_EQ(bfloat16(-3.0f).bits, 0xc040);
+}
+
+// e4m3's value of each code from its definition (bias 7, subnormals of
+// 2^-9 units, S.1111.111 NaN).
+double e4m3_definition(std::uint8_t b) {
+  const int e = (b >> 3) & 0xf, m = b & 7;
+  const double v = e == 0 ? std::ldexp(m, -9) : std::ldexp(1.0 + m / 8.0, e - 7);
+  return (b & 0x80) ? -v : v;
+}
+
+TEST(Scalar, EveryE4m3CodeDecodesAndRoundTrips) {
+  for (int b = 0; b < 256; ++b) {
+    const float8_e4m3 q = from_bits<float8_e4m3>(std::uint8_t(b));
+    if ((b & 0x7f) == 0x7f) {
+      EXPECT_TRUE(std::isnan(float(q))) << b;
+      EXPECT_EQ(float8_e4m3(float(q)).bits & 0x7f, 0x7f) << b;
+      continue;
+    }
+    EXPECT_EQ(double(float(q)), e4m3_definition(std::uint8_t(b))) << b;
+    EXPECT_EQ(float8_e4m3(float(q)).bits, b) << b;
+  }
+}
+
+TEST(Scalar, E4m3KnownValues) {
+  EXPECT_EQ(float8_e4m3(1.0f).bits, 0x38);
+  EXPECT_EQ(float8_e4m3(448.0f).bits, 0x7e);
+  EXPECT_EQ(float8_e4m3(1e30f).bits, 0x7e);  // saturates
+  EXPECT_EQ(float8_e4m3(-1e30f).bits, 0xfe);
+  EXPECT_EQ(float8_e4m3(std::numeric_limits<float>::infinity()).bits, 0x7e);
+  EXPECT_EQ(float8_e4m3(1.0625f).bits, 0x38);   // tie (1 + 1/16) to even: 1
+  EXPECT_EQ(float8_e4m3(1.1875f).bits, 0x3a);   // tie (1 + 3/16) to even: 1.25
+  EXPECT_EQ(float8_e4m3(0x1p-9f).bits, 0x01);   // smallest subnormal
+  EXPECT_EQ(float8_e4m3(0x1p-10f).bits, 0x00);  // tie to even: zero
+  EXPECT_EQ(float8_e4m3(0x1.8p-10f).bits, 0x01);
+  EXPECT_EQ(float8_e4m3(0x1.ep-7f).bits, 0x08);  // 7.5 units of 2^-9: rounds to 2^-6
+  EXPECT_EQ(float8_e4m3(-0.0f).bits, 0x80);
+}
+
+// Every float in range rounds to the nearest e4m3 value, ties to even
+// (a sampled sweep against the decoded neighbours).
+TEST(Scalar, E4m3RoundingIsToNearestEven) {
+  for (std::uint32_t u = 0x3a000000u; u < 0x43e00000u; u += 0x2345u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    const std::uint8_t b = float8_e4m3(f).bits;
+    const double got = e4m3_definition(b), want = f;
+    const double below = b == 0 ? -want : e4m3_definition(std::uint8_t(b - 1));
+    const double above = e4m3_definition(std::uint8_t(b + 1));
+    EXPECT_LE(std::abs(got - want), std::abs(below - want)) << f;
+    if (b < 0x7e) EXPECT_LE(std::abs(got - want), std::abs(above - want)) << f;
+    const bool tie = (b != 0 && std::abs(got - want) == std::abs(below - want)) ||
+                     std::abs(got - want) == std::abs(above - want);
+    if (tie) EXPECT_EQ(b % 2, 0) << f;
+  }
 }
 
 // Every float rounds to the nearest representable value (sampled sweep).

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// e4m3 expert weights with 128 x 128 block scales: the quantiser against
+// its definition, the layer against float64 on the values they stand for
+// across block edges, zero blocks and blocks of very different scale, and
+// bad weights refused.
+#include "TestUtils.hpp"
+
+#include <KokkosMoE/KokkosMoE_Layer.hpp>
+#include <KokkosMoE/KokkosMoE_Quantize.hpp>
+#include <KokkosMoE/KokkosMoE_Reference.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#define KMOE_CAT_(a, b) a##b
+#define KMOE_CAT(a, b) KMOE_CAT_(a, b)
+#define QUANTIZE_SUITE KMOE_CAT(Quantize_, TEST_CATEGORY)
+
+namespace {
+using namespace KokkosMoE;
+using namespace KokkosMoE::Test;
+using Space = TEST_EXECSPACE;
+using mem = Space::memory_space;
+
+// Float weights of E experts, F = 200 and H = 300 (blocks 2 x 3 and 3 x 2,
+// the last ones partial), with the block (0, 1) of expert 0's gate zero,
+// expert 1's up block (1, 2) times 2^6 and its down block (0, 0) times
+// 2^-12.
+Weights<float, mem> uneven_weights(const Config& c) {
+  auto w = random_weights<float, mem>(c, 21);
+  auto gate = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w.gate);
+  auto up = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w.up);
+  auto down = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w.down);
+  for (int r = 0; r < 128; ++r)
+    for (int col = 128; col < 256; ++col) gate(0, r, col) = 0;
+  for (std::int64_t r = 128; r < c.ffn_size; ++r)
+    for (std::int64_t col = 256; col < c.hidden_size; ++col) up(1, r, col) *= 64.0f;
+  for (int r = 0; r < 128; ++r)
+    for (int col = 0; col < 128; ++col) down(1, r, col) *= 1.0f / 4096;
+  Kokkos::deep_copy(w.gate, gate);
+  Kokkos::deep_copy(w.up, up);
+  Kokkos::deep_copy(w.down, down);
+  return w;
+}
+
+Config uneven_config(std::int64_t T) {
+  Config c;
+  c.num_experts = 3;
+  c.top_k = 2;
+  c.hidden_size = 300;
+  c.ffn_size = 200;
+  c.max_tokens = T;
+  return c;
+}
+
+// Each block's scale is its largest magnitude / 448 (1 for zeros), each
+// element within half an e4m3 ulp of value / scale.
+template <class Float, class Quantized, class Scales>
+void expect_quantized(const Float& w, const Quantized& q, const Scales& s, const char* name) {
+  SCOPED_TRACE(name);
+  auto hw = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w);
+  auto hq = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), q);
+  auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), s);
+  const std::int64_t R = w.extent(1), C = w.extent(2);
+  ASSERT_EQ(std::int64_t(s.extent(1)), (R + 127) / 128);
+  ASSERT_EQ(std::int64_t(s.extent(2)), (C + 127) / 128);
+  for (std::size_t e = 0; e < w.extent(0); ++e)
+    for (std::int64_t br = 0; br < std::int64_t(s.extent(1)); ++br)
+      for (std::int64_t bc = 0; bc < std::int64_t(s.extent(2)); ++bc) {
+        float amax = 0;
+        for (std::int64_t r = br * 128; r < std::min(R, br * 128 + 128); ++r)
+          for (std::int64_t c = bc * 128; c < std::min(C, bc * 128 + 128); ++c)
+            amax = std::max(amax, std::abs(hw(e, r, c)));
+        const float scale = amax > 0 ? amax / 448.0f : 1.0f;
+        ASSERT_EQ(hs(e, br, bc), scale) << e << " " << br << " " << bc;
+        for (std::int64_t r = br * 128; r < std::min(R, br * 128 + 128); ++r)
+          for (std::int64_t c = bc * 128; c < std::min(C, bc * 128 + 128); ++c) {
+            const double v = double(hw(e, r, c)) / scale, got = double(float(hq(e, r, c)));
+            // Half an ulp: 2^-4 relative for normals, 2^-10 for subnormals.
+            const double bound = std::abs(v) >= 0x1p-6 ? std::abs(v) * 0x1p-4 : 0x1p-10;
+            ASSERT_LE(std::abs(got - v), bound) << e << " " << r << " " << c;
+          }
+      }
+}
+
+TEST(QUANTIZE_SUITE, BlocksScaleByTheirLargestMagnitude) {
+  const Config c = uneven_config(1);
+  const auto w = uneven_weights(c);
+  const auto q = quantize_fp8(w);
+  expect_quantized(w.gate, q.gate, q.gate_scale, "gate");
+  expect_quantized(w.up, q.up, q.up_scale, "up");
+  expect_quantized(w.down, q.down, q.down_scale, "down");
+  // dequantize gives the values the codes stand for.
+  const auto d = dequantize(q);
+  auto hd = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), d.down);
+  auto hq = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), q.down);
+  auto hs = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), q.down_scale);
+  for (int r : {0, 127, 128, 299})
+    for (int col : {0, 127, 128, 199})
+      EXPECT_EQ(hd(1, r, col), float(hq(1, r, col)) * hs(1, r / 128, col / 128));
+}
+
+TEST(QUANTIZE_SUITE, NonFiniteWeightsAreRefused) {
+  const Config c = uneven_config(1);
+  auto w = uneven_weights(c);
+  auto up = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w.up);
+  up(2, 150, 7) = std::nanf("");
+  Kokkos::deep_copy(w.up, up);
+  try {
+    quantize_fp8(w);
+    ADD_FAILURE() << "a NaN weight was quantised";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("weights.up is not finite at expert 2, row 150, column 7"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The layer refuses e4m3 NaN codes, non-finite scales and scales of the
+// wrong shape, naming the tensor.
+TEST(QUANTIZE_SUITE, LayerRefusesBadBlockScaledWeights) {
+  const Config c = uneven_config(4);
+  const auto good = quantize_fp8(uneven_weights(c));
+  const auto expect_refused = [&](const Weights<float8_e4m3, mem>& w, const std::string& what) {
+    try {
+      Layer<Space, float8_e4m3> layer(c, w);
+      ADD_FAILURE() << "accepted: " << what;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
+    }
+  };
+  {
+    auto w = quantize_fp8(uneven_weights(c));
+    auto gate = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w.gate);
+    gate(1, 3, 4).bits = 0xff;
+    Kokkos::deep_copy(w.gate, gate);
+    expect_refused(w, "weights.gate holds 1 e4m3 NaN values");
+  }
+  {
+    auto w = quantize_fp8(uneven_weights(c));
+    auto s = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), w.down_scale);
+    s(2, 1, 0) = std::numeric_limits<float>::infinity();
+    Kokkos::deep_copy(w.down_scale, s);
+    expect_refused(w, "weights.down_scale holds 1 scales that are not finite");
+  }
+  {
+    auto w = good;
+    w.up_scale = decltype(w.up_scale)("up_scale", 3, 2, 2);
+    expect_refused(w, "weights.up_scale has extent 2 in dimension 2, expected 3");
+  }
+  {
+    auto w = good;
+    w.gate_scale = decltype(w.gate_scale)();
+    expect_refused(w, "weights.gate_scale has extent 0 in dimension 0, expected 3");
+  }
+}
+
+// The layer against float64 on the dequantised weights, across the block
+// edges, the zero block and the scaled blocks: no tokens, one, a batch
+// over all experts, all on one expert (rows past a tile).
+TEST(QUANTIZE_SUITE, LayerMatchesReferenceAcrossBlocks) {
+  const std::int64_t max_tokens = 150;
+  Problem<Space, float8_e4m3> p(3, 2, 300, 200, max_tokens);
+  p.weights = quantize_fp8(uneven_weights(p.config));
+  Layer<Space, float8_e4m3> layer(p.config, p.weights);
+  for (const std::int64_t T : {std::int64_t(0), std::int64_t(1), std::int64_t(37), max_tokens}) {
+    for (const bool one_expert : {false, true}) {
+      if (one_expert && T == 0) continue;
+      SCOPED_TRACE("T = " + std::to_string(T) + (one_expert ? ", all on experts 1 and 2" : ""));
+      p.set_routing(random_routing(max_tokens, 2, one_expert ? std::vector<int>{1, 2}
+                                                             : first_experts(3),
+                                   T + 5));
+      layer.forward(p.x, p.ids, p.routing_weights, p.out, T);
+      EXPECT_LT(p.error(T), reference_tolerance<float8_e4m3>());
+    }
+  }
+}
+
+}  // namespace
