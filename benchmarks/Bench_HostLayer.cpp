@@ -339,7 +339,7 @@ struct Inputs {
     const Test::HostRouting r = uniform_routing(p);
     std::copy(r.ids.begin(), r.ids.end(), ids.data());
     std::copy(r.weights.begin(), r.weights.end(), rw.data());
-    traffic = Driver::count_traffic(p.shape, sizeof(Scalar), ids, p.tokens);
+    traffic = Driver::count_traffic<Scalar>(p.shape, ids, p.tokens);
   }
 };
 

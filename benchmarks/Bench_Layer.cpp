@@ -76,7 +76,7 @@ struct Bench {
     }
     Kokkos::deep_copy(ids, hid);
     Kokkos::deep_copy(rw, hw);
-    traffic = count_traffic(shape, sizeof(Scalar), hid, tokens);
+    traffic = count_traffic<Scalar>(shape, hid, tokens);
     layer = std::make_unique<layer_type>(config, w, exec);
     layer->forward(x, ids, rw, out, tokens);  // plan for the per-stage runs
     graph = std::make_unique<WorkGraph<Space>>(exec, [this, tokens] {

@@ -58,6 +58,10 @@ namespace Driver {
 struct ErrorModel {
   double storage_epsilon = 0;  // eps_s: 2^-7 bf16, 2^-10 fp16, 2^-23 fp32
   double floor = 0;            // reference_tolerance of the storage type
+  // eps_w: the rounding of each weight where the layer multiplies it in a
+  // narrower type than it stands for (e4m3 times its scale, as bf16 on
+  // GPUs); 0 where the values are multiplied exactly.
+  double weight_epsilon = 0;
   std::int64_t hidden = 0, ffn = 0;
   int top_k = 0;
 
@@ -68,7 +72,9 @@ struct ErrorModel {
   double term_error() const {
     const double H = double(std::max<std::int64_t>(hidden, 0));
     const double F = double(std::max<std::int64_t>(ffn, 0));
-    return unit_roundoff() + float_unit_roundoff * (8.0 + std::sqrt(H) + std::sqrt(F));
+    // A rounded weight perturbs a term directly (down) and through h
+    // (gate, up): eps_w / 2 each.
+    return unit_roundoff() + weight_epsilon + float_unit_roundoff * (8.0 + std::sqrt(H) + std::sqrt(F));
   }
   // c: Cauchy-Schwarz for few terms, 6 standard deviations for many.
   double terms_factor() const {

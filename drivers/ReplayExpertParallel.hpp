@@ -294,8 +294,9 @@ EpLayerReport replay_layer_expert_parallel(const ExpertParallelRun& run, const S
   ErrorModel model;
   // Each expert's result is rounded to the storage type before the combine
   // (exact for fp32): the model counts the storage type's rounding twice.
-  const double roundings = std::is_same<Scalar, float>::value ? 1 : 2;
+  const double roundings = std::is_same<token_type_t<Scalar>, float>::value ? 1 : 2;
   model.storage_epsilon = roundings * ScalarTraits<Scalar>::epsilon;
+  model.weight_epsilon = weight_rounding<Scalar>();
   model.floor = reference_tolerance<Scalar>();
   model.hidden = s.hidden, model.ffn = s.ffn, model.top_k = k;
   RowCheck worst{0, model.floor};
@@ -329,7 +330,7 @@ EpLayerReport replay_layer_expert_parallel(const ExpertParallelRun& run, const S
       for (std::int64_t col = 0; col < s.hidden; ++col) {
         const double a = double(Impl::to_float(h_out(t, col))),
                      b = double(Impl::to_float(h_exp(t, col)));
-        if (std::memcmp(&h_out(t, col), &h_exp(t, col), sizeof(Scalar)) != 0)
+        if (std::memcmp(&h_out(t, col), &h_exp(t, col), sizeof(h_out(t, col))) != 0)
           ++mine_check.differing;
         diff = std::isnan(a) ? INFINITY : std::max(diff, std::abs(a - b));
         scale = std::max(scale, std::abs(b));

@@ -8,6 +8,7 @@
 #define KOKKOSMOE_REPLAYINPUTS_HPP
 
 #include <KokkosMoE/KokkosMoE_Config.hpp>
+#include <KokkosMoE/KokkosMoE_Quantize.hpp>
 #include <KokkosMoE/KokkosMoE_Weights.hpp>
 
 #include "ReplayReport.hpp"
@@ -61,14 +62,19 @@ inline Config replay_config(const Shape& s, std::int64_t max_tokens, bool batch_
   return c;
 }
 
-// All E experts' weights of a replayed layer, scaled to keep O(1) values.
+// All E experts' weights of a replayed layer, scaled to keep O(1) values
+// (e4m3: the bf16 weights of the same seed, quantised).
 template <class Scalar, class Memory>
 Weights<Scalar, Memory> replay_weights(const Config& c, std::uint64_t layer_seed) {
-  auto w = Weights<Scalar, Memory>::allocate(c);
-  fill_hashed(w.gate, layer_seed + 1, 2.0f / std::sqrt(float(c.hidden_size)));
-  fill_hashed(w.up, layer_seed + 2, 2.0f / std::sqrt(float(c.hidden_size)));
-  fill_hashed(w.down, layer_seed + 3, 2.0f / std::sqrt(float(c.ffn_size)));
-  return w;
+  if constexpr (is_block_scaled<Scalar>::value) {
+    return quantize_fp8(replay_weights<bfloat16, Memory>(c, layer_seed));
+  } else {
+    auto w = Weights<Scalar, Memory>::allocate(c);
+    fill_hashed(w.gate, layer_seed + 1, 2.0f / std::sqrt(float(c.hidden_size)));
+    fill_hashed(w.up, layer_seed + 2, 2.0f / std::sqrt(float(c.hidden_size)));
+    fill_hashed(w.down, layer_seed + 3, 2.0f / std::sqrt(float(c.ffn_size)));
+    return w;
+  }
 }
 
 // The hidden states of the batch that starts at token t0.

@@ -6,6 +6,7 @@
 
 #include "ReplayBits.hpp"
 
+#include <KokkosMoE/KokkosMoE_Scalar.hpp>
 #include <KokkosMoE/KokkosMoE_TraceSynth.hpp>
 
 #include "DriverArgs.hpp"
@@ -46,9 +47,27 @@ struct Traffic {
   double flops[num_stages] = {};
 };
 
-template <class HostIds>
-Traffic count_traffic(const Shape& s, std::size_t scalar_bytes, const HostIds& ids,
-                      std::int64_t n) {
+// Bytes per value of a storage type's weights (e4m3: a byte and its share
+// of its block's float scale) and of its tokens (hidden states, h, out).
+template <class Scalar>
+constexpr double weight_value_bytes() {
+  return is_block_scaled<Scalar>::value ? 1.0 + 4.0 / (double(weight_block) * weight_block)
+                                        : double(sizeof(Scalar));
+}
+template <class Scalar>
+constexpr double token_value_bytes() {
+  return double(sizeof(token_type_t<Scalar>));
+}
+
+// eps_w of a storage type: e4m3 weights may be multiplied as bf16 (the
+// CUDA fragments do; the host ones multiply them in float).
+template <class Scalar>
+constexpr double weight_rounding() {
+  return is_block_scaled<Scalar>::value ? ScalarTraits<bfloat16>::epsilon : 0.0;
+}
+
+template <class Scalar, class HostIds>
+Traffic count_traffic(const Shape& s, const HostIds& ids, std::int64_t n) {
   std::vector<char> touched(s.experts, 0);
   std::int64_t assignments = 0;
   for (std::int64_t i = 0; i < n * s.top_k; ++i) {
@@ -57,18 +76,19 @@ Traffic count_traffic(const Shape& s, std::size_t scalar_bytes, const HostIds& i
   }
   double experts = 0;
   for (char t : touched) experts += t;
-  const double HF = double(s.hidden) * double(s.ffn), sb = double(scalar_bytes);
+  const double HF = double(s.hidden) * double(s.ffn), wb = weight_value_bytes<Scalar>(),
+               sb = token_value_bytes<Scalar>();
   const double A = double(assignments), tokens_bytes = double(n) * s.hidden * sb;
   const double routing_bytes = double(n) * s.top_k * 8;  // ids + weights
   Traffic t;
   // dispatch reads the ids and writes slot and order (4-byte integers).
   t.bytes[dispatch_stage] = double(n) * s.top_k * 12;
-  t.bytes[gate_up_stage] = experts * 2 * HF * sb + tokens_bytes + A * s.ffn * sb;
+  t.bytes[gate_up_stage] = experts * 2 * HF * wb + tokens_bytes + A * s.ffn * sb;
   t.flops[gate_up_stage] = 4 * A * HF;
-  t.bytes[down_combine_stage] = experts * HF * sb + A * s.ffn * sb + tokens_bytes + routing_bytes;
+  t.bytes[down_combine_stage] = experts * HF * wb + A * s.ffn * sb + tokens_bytes + routing_bytes;
   t.flops[down_combine_stage] = 2 * A * HF;
   // The layer as a whole: weights once, hidden states in and out, routing.
-  t.bytes[total_stage] = experts * 3 * HF * sb + 2 * tokens_bytes + routing_bytes;
+  t.bytes[total_stage] = experts * 3 * HF * wb + 2 * tokens_bytes + routing_bytes;
   t.flops[total_stage] = 6 * A * HF;
   t.bytes[graph_stage] = t.bytes[total_stage];
   t.flops[graph_stage] = t.flops[total_stage];

@@ -51,7 +51,9 @@ const char* const kUsageTail =
     "  --hidden H, --ffn F    model width and expert width (override trace and preset)\n"
     "  --reduce R             divide H and F by R (default on host backends: just enough\n"
     "                         to keep a forward small; 1 on GPUs)\n"
-    "  --dtype bf16|fp16|fp32 storage type of weights and activations (default bf16)\n"
+    "  --dtype bf16|fp16|fp32|fp8  storage type of weights and activations (default\n"
+    "                         bf16; fp8: e4m3 expert weights with 128x128 block scales,\n"
+    "                         bf16 activations)\n"
     "  --repeat N             timed runs per batch (default 20 on GPUs, 3 on host)\n"
     "  --warmup N             untimed runs first (default 3 on GPUs, 1 on host)\n"
     "  --seed N               seed of the hidden states and weights (default 1)\n"
@@ -132,8 +134,8 @@ Options parse(int argc, char** argv) {
     else throw UsageError("expects one trace file, got '" + o.trace + "' and '" + a + "'");
   }
   if (o.trace.empty()) throw UsageError("missing TRACE.h5 (see --help)");
-  if (o.dtype != "bf16" && o.dtype != "fp16" && o.dtype != "fp32")
-    throw UsageError("--dtype: '" + o.dtype + "' is not one of bf16, fp16, fp32");
+  if (o.dtype != "bf16" && o.dtype != "fp16" && o.dtype != "fp32" && o.dtype != "fp8")
+    throw UsageError("--dtype: '" + o.dtype + "' is not one of bf16, fp16, fp32, fp8");
 #ifndef KOKKOSMOE_REPLAY_EXPERT_PARALLEL
   if (o.ep)
     throw UsageError("--ep: this kokkos-moe-replay was built without MPI (KokkosMoE_ENABLE_MPI)");
@@ -229,6 +231,7 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
   r.load = expert_load_stats(trace, tl, T);
   ErrorModel model;
   model.storage_epsilon = ScalarTraits<Scalar>::epsilon;
+  model.weight_epsilon = weight_rounding<Scalar>();
   model.floor = reference_tolerance<Scalar>();
   model.hidden = s.hidden, model.ffn = s.ffn, model.top_k = k;
   RowCheck worst{0, model.floor};
@@ -257,7 +260,7 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
     Kokkos::deep_copy(rw, hw);
     layer.check_routing(ids, rw, n);
     fill_hidden_states(x, seed, t0);
-    const Traffic traffic = count_traffic(s, sizeof(Scalar), hid, n);
+    const Traffic traffic = count_traffic<Scalar>(s, hid, n);
 
     // The forward recorded once (after a first run sized its buffers) and
     // replayed: one launch instead of one per kernel. Its output is the one
@@ -319,10 +322,11 @@ std::string human_bytes(double bytes) {
 // model shape, the batch and the storage type decide them; Kokkos' own text
 // names only the view).
 std::string allocation_failure(const Shape& s, std::int64_t batch, const std::string& dtype,
-                               std::size_t scalar_bytes, int layer, const std::exception& e) {
-  const double weights = 3.0 * s.experts * double(s.hidden) * double(s.ffn) * double(scalar_bytes);
+                               double weight_bytes, double token_bytes, int layer,
+                               const std::exception& e) {
+  const double weights = 3.0 * s.experts * double(s.hidden) * double(s.ffn) * weight_bytes;
   const double tokens = double(batch) * double(s.top_k) * double(std::max(s.hidden, s.ffn)) *
-                        double(scalar_bytes);
+                        token_bytes;
   return "out of memory replaying layer " + std::to_string(layer) +
          " with E=" + std::to_string(s.experts) + " k=" + std::to_string(s.top_k) +
          " H=" + std::to_string(s.hidden) + " F=" + std::to_string(s.ffn) + ", " + dtype +
@@ -388,7 +392,8 @@ int replay(const Options& o, const Trace& trace, const Shape& s) {
     } catch (const std::exception& e) {
       if (!Impl::is_allocation_failure(e)) throw;
       throw std::runtime_error(
-          allocation_failure(s, report.batch, report.dtype, sizeof(Scalar), tl.index, e));
+          allocation_failure(s, report.batch, report.dtype, weight_value_bytes<Scalar>(),
+                             token_value_bytes<Scalar>(), tl.index, e));
     }
   }
   print_report(std::cout, report);
@@ -420,6 +425,7 @@ int run(int argc, char** argv) {
   const Shape s = resolve_shape(o, trace);
   if (o.dtype == "bf16") return replay<bfloat16>(o, trace, s);
   if (o.dtype == "fp16") return replay<float16>(o, trace, s);
+  if (o.dtype == "fp8") return replay<float8_e4m3>(o, trace, s);
   return replay<float>(o, trace, s);
 }
 

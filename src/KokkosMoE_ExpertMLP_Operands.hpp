@@ -94,7 +94,19 @@ struct OperandLoader {
     }
     const auto src = row_at(r) + c;
     if (c + Count <= cols) {  // the whole run: no bound to test
-      for (int v = 0; v < Count; ++v) *frag::element(t, r, c + v) = frag::to_operand(src[v]);
+      if constexpr (dequantizes) {
+        // By blocks, one scale each: the conversions vectorise.
+        for (int v0 = 0; v0 < Count;) {
+          const int in_block = weight_block - (src.col + v0) % weight_block;
+          const int end = Count - v0 < in_block ? Count : v0 + in_block;
+          const float scale = (src + v0).scale();
+          for (int v = v0; v < end; ++v)
+            *frag::element(t, r, c + v) = frag::to_operand(Scalar::to_float(src.p[v].bits) * scale);
+          v0 = end;
+        }
+      } else {
+        for (int v = 0; v < Count; ++v) *frag::element(t, r, c + v) = frag::to_operand(src[v]);
+      }
       return;
     }
     for (int v = 0; v < Count; ++v)
