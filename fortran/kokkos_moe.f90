@@ -7,7 +7,10 @@
 ! gate(H, F, E), down as down(F, H, E), the router as router(H, E), routing
 ! ids and weights as ids(k, T), weights(k, T). Expert ids are 0-based.
 ! 16-bit storage (KMOE_FP16, KMOE_BF16) is passed as integer(c_int16_t) bit
-! patterns; KMOE_FP32 as real(c_float).
+! patterns; KMOE_FP32 as real(c_float). KMOE_FP8 layers (e4m3 expert
+! weights as integer(c_int8_t) codes with real(c_float) block scales, made
+! by kmoe_quantize_fp8; bf16 hidden states) come from kmoe_layer_create_fp8:
+! gate_scale(ceil(H/128), ceil(F/128), E), down_scale(ceil(F/128), ceil(H/128), E).
 module kokkos_moe
   use, intrinsic :: iso_c_binding
   implicit none
@@ -18,7 +21,8 @@ module kokkos_moe
     KMOE_ERROR_NOT_INITIALIZED = 2, KMOE_ERROR_OUT_OF_MEMORY = 3, KMOE_ERROR_STATE = 4, &
     KMOE_ERROR_INTERNAL = 5
   ! kmoe_dtype
-  integer(c_int32_t), parameter, public :: KMOE_FP32 = 0, KMOE_FP16 = 1, KMOE_BF16 = 2
+  integer(c_int32_t), parameter, public :: KMOE_FP32 = 0, KMOE_FP16 = 1, KMOE_BF16 = 2, &
+    KMOE_FP8 = 3
   ! kmoe_routing
   integer(c_int32_t), parameter, public :: KMOE_ROUTING_SOFTMAX_TOPK = 0, &
     KMOE_ROUTING_SIGMOID_GROUP_TOPK = 1, KMOE_ROUTING_EXTERNAL = 2
@@ -33,7 +37,8 @@ module kokkos_moe
   end type kmoe_config
 
   public :: kmoe_config_init, kmoe_initialize, kmoe_finalize, kmoe_layer_create, &
-    kmoe_layer_destroy, kmoe_forward, kmoe_forward_routed, kmoe_error_message
+    kmoe_layer_destroy, kmoe_forward, kmoe_forward_routed, kmoe_error_message, &
+    kmoe_quantize_fp8, kmoe_layer_create_fp8
 
   interface
     subroutine kmoe_config_init(config) bind(c, name="kmoe_config_init")
@@ -55,6 +60,23 @@ module kokkos_moe
       import :: c_int, c_ptr, kmoe_config
       type(kmoe_config), intent(in) :: config
       type(c_ptr), value :: router, bias, gate, up, down
+      type(c_ptr), intent(out) :: layer
+      integer(c_int) :: status
+    end function
+    ! count matrices [rows, cols] (C order: a Fortran w(cols, rows, count))
+    ! to e4m3 codes q and scales(ceil(cols/128), ceil(rows/128), count).
+    function kmoe_quantize_fp8(count, rows, cols, w, q, scales) &
+        bind(c, name="kmoe_quantize_fp8") result(status)
+      import :: c_int, c_ptr, c_int64_t
+      integer(c_int64_t), value :: count, rows, cols
+      type(c_ptr), value :: w, q, scales
+      integer(c_int) :: status
+    end function
+    function kmoe_layer_create_fp8(config, router, bias, gate, gate_scale, up, up_scale, down, &
+        down_scale, layer) bind(c, name="kmoe_layer_create_fp8") result(status)
+      import :: c_int, c_ptr, kmoe_config
+      type(kmoe_config), intent(in) :: config
+      type(c_ptr), value :: router, bias, gate, gate_scale, up, up_scale, down, down_scale
       type(c_ptr), intent(out) :: layer
       integer(c_int) :: status
     end function

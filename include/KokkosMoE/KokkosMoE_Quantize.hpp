@@ -39,14 +39,16 @@ std::int64_t first_non_finite(const Tensor& t) {
 
 // q, scale from t ([E, R, C] and [E, ceil(R / 128), ceil(C / 128)]): one
 // team per block, which finds the block's largest magnitude, then converts.
+// A non-finite value throws std::invalid_argument("<what> is not finite at
+// expert e, row r, column c").
 template <class Tensor, class Quantized, class Scales>
-void quantize_blocks(const Tensor& t, const Quantized& q, const Scales& scale, const char* name) {
+void quantize_blocks(const Tensor& t, const Quantized& q, const Scales& scale,
+                     const std::string& what) {
   using exec = typename Tensor::memory_space::execution_space;
   using policy = Kokkos::TeamPolicy<exec>;
   const std::int64_t E = t.extent(0), R = t.extent(1), C = t.extent(2);
   if (const std::int64_t bad = first_non_finite(t); bad >= 0)
-    throw std::invalid_argument(std::string("KokkosMoE::quantize_fp8: weights.") + name +
-                                " is not finite at expert " + std::to_string(bad / (R * C)) +
+    throw std::invalid_argument(what + " is not finite at expert " + std::to_string(bad / (R * C)) +
                                 ", row " + std::to_string((bad / C) % R) + ", column " +
                                 std::to_string(bad % C));
   const int RB = int(scale.extent(1)), CB = int(scale.extent(2));
@@ -109,9 +111,9 @@ Weights<float8_e4m3, MemorySpace> quantize_fp8(const Weights<Scalar, MemorySpace
   auto q = Weights<float8_e4m3, MemorySpace>::allocate(c);
   q.router = w.router;
   q.bias = w.bias;
-  Impl::quantize_blocks(w.gate, q.gate, q.gate_scale, "gate");
-  Impl::quantize_blocks(w.up, q.up, q.up_scale, "up");
-  Impl::quantize_blocks(w.down, q.down, q.down_scale, "down");
+  Impl::quantize_blocks(w.gate, q.gate, q.gate_scale, "KokkosMoE::quantize_fp8: weights.gate");
+  Impl::quantize_blocks(w.up, q.up, q.up_scale, "KokkosMoE::quantize_fp8: weights.up");
+  Impl::quantize_blocks(w.down, q.down, q.down_scale, "KokkosMoE::quantize_fp8: weights.down");
   Kokkos::fence();
   return q;
 }

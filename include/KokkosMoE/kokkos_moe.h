@@ -35,7 +35,11 @@ typedef enum kmoe_status {
   KMOE_ERROR_INTERNAL = 5          /* any other failure; see kmoe_last_error() */
 } kmoe_status;
 
-typedef enum kmoe_dtype { KMOE_FP32 = 0, KMOE_FP16 = 1, KMOE_BF16 = 2 } kmoe_dtype;
+/* KMOE_FP8: expert weights in float8 e4m3 (uint8_t bit patterns) with a
+ * float scale per 128 x 128 block (DeepSeek-V3's layout; made by
+ * kmoe_quantize_fp8, given to kmoe_layer_create_fp8), hidden states and
+ * outputs in bf16. */
+typedef enum kmoe_dtype { KMOE_FP32 = 0, KMOE_FP16 = 1, KMOE_BF16 = 2, KMOE_FP8 = 3 } kmoe_dtype;
 
 typedef enum kmoe_routing {
   KMOE_ROUTING_SOFTMAX_TOPK = 0,       /* softmax over E, top-k (Mixtral) */
@@ -80,10 +84,30 @@ kmoe_status kmoe_finalize(void);
 
 /* Creates a layer and uploads its weights (host arrays, row-major):
  *   router float[E*H], bias float[E] or NULL (zeros),
- *   gate, up [E*F*H] and down [E*H*F] in the storage of config->dtype. */
+ *   gate, up [E*F*H] and down [E*H*F] in the storage of config->dtype
+ *   (not KMOE_FP8: see kmoe_layer_create_fp8). */
 kmoe_status kmoe_layer_create(const kmoe_config* config, const float* router, const float* bias,
                               const void* gate, const void* up, const void* down,
                               kmoe_layer** layer);
+/* Block-scaled e4m3 weights from float ones (Kokkos initialized): count
+ * row-major matrices [rows, cols], one after another, in w, to q
+ * [count * rows * cols] and scales [count, ceil(rows / 128), ceil(cols / 128)]:
+ * each 128 x 128 block's scale is its largest magnitude / 448 (1 for zeros),
+ * its elements value / scale rounded to nearest even. A non-finite weight is
+ * KMOE_ERROR_INVALID_ARGUMENT, naming it. For gate and up count = E, rows = F,
+ * cols = H; for down rows = H, cols = F. */
+kmoe_status kmoe_quantize_fp8(int64_t count, int64_t rows, int64_t cols, const float* w,
+                              uint8_t* q, float* scales);
+/* A layer with e4m3 expert weights (config->dtype KMOE_FP8): gate, up
+ * [E*F*H] and down [E*H*F] as e4m3 bytes with their block scales
+ * gate_scale, up_scale [E, ceil(F/128), ceil(H/128)] and down_scale
+ * [E, ceil(H/128), ceil(F/128)] (kmoe_quantize_fp8's); router and bias as
+ * for kmoe_layer_create. x and out of its forwards are bf16. NaN codes and
+ * non-finite scales are refused. */
+kmoe_status kmoe_layer_create_fp8(const kmoe_config* config, const float* router,
+                                  const float* bias, const uint8_t* gate, const float* gate_scale,
+                                  const uint8_t* up, const float* up_scale, const uint8_t* down,
+                                  const float* down_scale, kmoe_layer** layer);
 /* Frees the layer: its Kokkos memory (weights, buffers) and its handle.
  * NULL is ignored; the handle is invalid afterwards (set it to NULL: a
  * second destroy of the same handle is undefined, as for free).

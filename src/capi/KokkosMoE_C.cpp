@@ -13,6 +13,7 @@
 #include <KokkosMoE/kokkos_moe.h>
 
 #include <KokkosMoE/KokkosMoE_Layer.hpp>
+#include <KokkosMoE/KokkosMoE_Quantize.hpp>
 
 #include "KokkosMoE_ErrorText.hpp"
 
@@ -110,14 +111,19 @@ View rows(const View& v, std::int64_t n) {
 
 template <class Scalar>
 class LayerImpl final : public kmoe_layer {
-  static_assert(sizeof(Scalar) == sizeof(float) || sizeof(Scalar) == sizeof(std::uint16_t),
-                "storage of a C dtype is float or 16-bit bits");
   using layer_type = KokkosMoE::Layer<Space, Scalar>;
+  using token = typename layer_type::token_type;
+  static_assert(sizeof(token) == sizeof(float) || sizeof(token) == sizeof(std::uint16_t),
+                "hidden states of a C dtype are float or 16-bit bits");
 
  public:
+  // The block scales (gate, up, down) of block-scaled types; null otherwise.
+  struct Scales {
+    const float *gate = nullptr, *up = nullptr, *down = nullptr;
+  };
   LayerImpl(const KokkosMoE::Config& c, const float* router, const float* bias, const void* gate,
-            const void* up, const void* down)
-      : state_(std::make_unique<State>(c, make_weights(c, router, bias, gate, up, down))) {}
+            const void* up, const void* down, const Scales& scales = {})
+      : state_(std::make_unique<State>(c, make_weights(c, router, bias, gate, up, down, scales))) {}
 
   void forward(const void* x, const std::int32_t* ids, const float* weights, void* out,
                std::int64_t T) override {
@@ -143,7 +149,7 @@ class LayerImpl final : public kmoe_layer {
       s.layer.forward(s.x, s.out, T);
     }
     const auto result = rows(s.out, T);
-    Kokkos::deep_copy(host_view(static_cast<Scalar*>(out), result), result);
+    Kokkos::deep_copy(host_view(static_cast<token*>(out), result), result);
   }
 
   void release() noexcept override { state_.reset(); }
@@ -170,7 +176,7 @@ class LayerImpl final : public kmoe_layer {
   static typename layer_type::weights_type make_weights(const KokkosMoE::Config& c,
                                                         const float* router, const float* bias,
                                                         const void* gate, const void* up,
-                                                        const void* down) {
+                                                        const void* down, const Scales& scales) {
     require(router && gate && up && down,
             "kmoe_layer_create: router, gate, up and down must not be NULL");
     c.validate();
@@ -180,6 +186,13 @@ class LayerImpl final : public kmoe_layer {
     upload(w.gate, gate);
     upload(w.up, up);
     upload(w.down, down);
+    if constexpr (KokkosMoE::is_block_scaled<Scalar>::value) {
+      require(scales.gate && scales.up && scales.down,
+              "kmoe_layer_create_fp8: gate_scale, up_scale and down_scale must not be NULL");
+      upload(w.gate_scale, scales.gate);
+      upload(w.up_scale, scales.up);
+      upload(w.down_scale, scales.down);
+    }
     return w;
   }
 
@@ -308,10 +321,58 @@ kmoe_status kmoe_layer_create(const kmoe_config* config, const float* router, co
       case KMOE_BF16:
         made.reset(new LayerImpl<KokkosMoE::bfloat16>(c, router, bias, gate, up, down));
         break;
+      case KMOE_FP8:
+        throw std::invalid_argument(
+            "kmoe_layer_create: KMOE_FP8 weights come with block scales: call "
+            "kmoe_layer_create_fp8");
       default:
         throw std::invalid_argument("kmoe_layer_create: unknown dtype " +
                                     std::to_string(config->dtype));
     }
+    register_layer(made.get());
+    *layer = made.release();
+  });
+}
+
+kmoe_status kmoe_quantize_fp8(int64_t count, int64_t rows, int64_t cols, const float* w,
+                              uint8_t* q, float* scales) {
+  if (!Kokkos::is_initialized())
+    return fail(KMOE_ERROR_NOT_INITIALIZED, "kmoe_quantize_fp8: Kokkos is not initialized");
+  return guarded([&] {
+    require(w && q && scales, "kmoe_quantize_fp8: w, q and scales must not be NULL");
+    require(count >= 0 && rows >= 0 && cols >= 0,
+            "kmoe_quantize_fp8: count, rows and cols must be >= 0");
+    const std::int64_t block = KokkosMoE::weight_block;
+    using tensor = Kokkos::View<const float***, Kokkos::LayoutRight, Kokkos::HostSpace,
+                                Kokkos::MemoryUnmanaged>;
+    using codes = Kokkos::View<KokkosMoE::float8_e4m3***, Kokkos::LayoutRight, Kokkos::HostSpace,
+                               Kokkos::MemoryUnmanaged>;
+    using scale_tensor =
+        Kokkos::View<float***, Kokkos::LayoutRight, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>;
+    KokkosMoE::Impl::quantize_blocks(
+        tensor(w, count, rows, cols),
+        codes(reinterpret_cast<KokkosMoE::float8_e4m3*>(q), count, rows, cols),
+        scale_tensor(scales, count, (rows + block - 1) / block, (cols + block - 1) / block),
+        "kmoe_quantize_fp8: w");
+    Kokkos::fence();
+  });
+}
+
+kmoe_status kmoe_layer_create_fp8(const kmoe_config* config, const float* router,
+                                  const float* bias, const uint8_t* gate, const float* gate_scale,
+                                  const uint8_t* up, const float* up_scale, const uint8_t* down,
+                                  const float* down_scale, kmoe_layer** layer) {
+  if (config == nullptr || layer == nullptr)
+    return fail(KMOE_ERROR_INVALID_ARGUMENT,
+                "kmoe_layer_create_fp8: config and layer must not be NULL");
+  *layer = nullptr;
+  if (!Kokkos::is_initialized())
+    return fail(KMOE_ERROR_NOT_INITIALIZED, "kmoe_layer_create_fp8: Kokkos is not initialized");
+  return guarded([&] {
+    require(config->dtype == KMOE_FP8, "kmoe_layer_create_fp8: config->dtype must be KMOE_FP8");
+    using impl = LayerImpl<KokkosMoE::float8_e4m3>;
+    std::unique_ptr<kmoe_layer> made(new impl(to_config(*config), router, bias, gate, up, down,
+                                              impl::Scales{gate_scale, up_scale, down_scale}));
     register_layer(made.get());
     *layer = made.release();
   });

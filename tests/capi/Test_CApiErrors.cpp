@@ -7,8 +7,12 @@
 // initialize and finalize is part of what is tested.
 #include <KokkosMoE/kokkos_moe.h>
 
+#include <KokkosMoE/KokkosMoE_Scalar.hpp>
+
 #include <Kokkos_Core.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -127,6 +131,86 @@ int main() {
     check(std::memcmp(o1.data(), o3.data(), o1.size() * sizeof(float)) == 0,
           "a batch-invariant layer: token 0 alone has its bits in the batch");
     kmoe_layer_destroy(invariant);
+  }
+
+  // fp8: weights quantised by kmoe_quantize_fp8 (a NaN refused), a layer
+  // of them (not through kmoe_layer_create; scales required), its bf16
+  // output against float64 on the values the codes stand for.
+  {
+    const int E = 3, K = 2, T = 2;
+    const std::int64_t H = 160, F = 136;  // blocks 2 x 2, partial
+    kmoe_config q8 = c;
+    q8.num_experts = E, q8.top_k = K, q8.hidden_size = H, q8.ffn_size = F, q8.max_tokens = T;
+    q8.dtype = KMOE_FP8;
+    std::vector<float> g(E * F * H), u(g.size()), d(g.size()), r(E * H, 0.1f);
+    for (std::size_t i = 0; i < g.size(); ++i) {
+      g[i] = 0.1f * float(int(i * 7919 % 201) - 100) / 100;
+      u[i] = 0.1f * float(int(i * 6271 % 199) - 99) / 99;
+      d[i] = 0.1f * float(int(i * 4513 % 197) - 98) / 98;
+    }
+    std::vector<std::uint8_t> gq(g.size()), uq(g.size()), dq(g.size());
+    std::vector<float> gs(E * 2 * 2), us(gs.size()), ds(gs.size());
+    std::vector<float> bad(g);
+    bad[5 * H + 3] = NAN;
+    EXPECT_STATUS(kmoe_quantize_fp8(E, F, H, bad.data(), gq.data(), gs.data()),
+                  KMOE_ERROR_INVALID_ARGUMENT, "w is not finite at expert 0, row 5, column 3");
+    EXPECT_STATUS(kmoe_quantize_fp8(E, F, H, g.data(), gq.data(), gs.data()), KMOE_SUCCESS, "");
+    EXPECT_STATUS(kmoe_quantize_fp8(E, F, H, u.data(), uq.data(), us.data()), KMOE_SUCCESS, "");
+    EXPECT_STATUS(kmoe_quantize_fp8(E, H, F, d.data(), dq.data(), ds.data()), KMOE_SUCCESS, "");
+    kmoe_layer* fp8 = nullptr;
+    EXPECT_STATUS(kmoe_layer_create(&q8, r.data(), nullptr, gq.data(), uq.data(), dq.data(), &fp8),
+                  KMOE_ERROR_INVALID_ARGUMENT, "kmoe_layer_create_fp8");
+    EXPECT_STATUS(kmoe_layer_create_fp8(&q8, r.data(), nullptr, gq.data(), gs.data(), uq.data(),
+                                        nullptr, dq.data(), ds.data(), &fp8),
+                  KMOE_ERROR_INVALID_ARGUMENT, "up_scale");
+    EXPECT_STATUS(kmoe_layer_create_fp8(&q8, r.data(), nullptr, gq.data(), gs.data(), uq.data(),
+                                        us.data(), dq.data(), ds.data(), &fp8),
+                  KMOE_SUCCESS, "");
+    std::vector<std::uint16_t> xb(T * H), ob(T * H);
+    for (std::size_t i = 0; i < xb.size(); ++i)
+      xb[i] = KokkosMoE::bfloat16(float(int(i * 3541 % 101) - 50) / 50).bits;
+    std::vector<std::int32_t> q8_ids = {0, 2, 1, 2};
+    std::vector<float> q8_w = {0.7f, 0.3f, 0.4f, 0.6f};
+    EXPECT_STATUS(kmoe_forward_routed(fp8, xb.data(), q8_ids.data(), q8_w.data(), ob.data(), T),
+                  KMOE_SUCCESS, "");
+    const auto value = [](const std::vector<std::uint8_t>& codes, const std::vector<float>& scale,
+                          std::int64_t rows, std::int64_t cols, int e, std::int64_t i,
+                          std::int64_t j) {
+      const std::int64_t rb = (rows + 127) / 128, cb = (cols + 127) / 128;
+      return double(KokkosMoE::float8_e4m3::to_float(codes[(e * rows + i) * cols + j])) *
+             scale[(e * rb + i / 128) * cb + j / 128];
+    };
+    double worst = 0;
+    for (int t = 0; t < T; ++t) {
+      std::vector<double> ref(H, 0.0);
+      for (int j = 0; j < K; ++j) {
+        const int e = q8_ids[t * K + j];
+        std::vector<double> h(F);
+        for (std::int64_t f = 0; f < F; ++f) {
+          double gv = 0, uv = 0;
+          for (std::int64_t col = 0; col < H; ++col) {
+            const double xv = KokkosMoE::Impl::bits_float(std::uint32_t(xb[t * H + col]) << 16);
+            gv += xv * value(gq, gs, F, H, e, f, col);
+            uv += xv * value(uq, us, F, H, e, f, col);
+          }
+          h[f] = gv / (1 + std::exp(-gv)) * uv;
+        }
+        for (std::int64_t n = 0; n < H; ++n) {
+          double acc = 0;
+          for (std::int64_t f = 0; f < F; ++f) acc += h[f] * value(dq, ds, H, F, e, n, f);
+          ref[n] += q8_w[t * K + j] * acc;
+        }
+      }
+      double diff = 0, scale = 0;
+      for (std::int64_t n = 0; n < H; ++n) {
+        const double got = KokkosMoE::Impl::bits_float(std::uint32_t(ob[t * H + n]) << 16);
+        diff = std::max(diff, std::isnan(got) ? INFINITY : std::abs(got - ref[n]));
+        scale = std::max(scale, std::abs(ref[n]));
+      }
+      worst = std::max(worst, diff / scale);
+    }
+    check(worst < 1e-2, "fp8 layer from C against float64 on its dequantised weights");
+    kmoe_layer_destroy(fp8);
   }
 
   // A second layer, destroyed while Kokkos lives: all its memory goes.
