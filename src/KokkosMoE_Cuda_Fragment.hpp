@@ -128,6 +128,42 @@ struct CudaTensorCoreFragment {
     return t.data() + r * tile_k + (((c >> 3) ^ swizzle(r)) << 3) + (c & 7);
   }
 
+  // 16 e4m3 values of one block (16 bytes at src) times `scale`, rounded
+  // to Scalar, into elements [c, c + 16) of row r (two 16-byte chunks):
+  // Ada and Hopper convert two e4m3 values in one instruction (exactly, to
+  // f16), a far shorter path than the bit arithmetic of float8_e4m3, which
+  // decode, streaming weights at the memory's rate, could not afford.
+  // Returns false where the instruction is missing (the loader then
+  // converts element by element).
+  KOKKOS_INLINE_FUNCTION static bool dequantize16(const tile& t, int r, int c, const void* src,
+                                                  float scale) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+    const uint4 q = *static_cast<const uint4*>(src);
+    const unsigned in[4] = {q.x, q.y, q.z, q.w};
+    unsigned out[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+      const unsigned short pair = static_cast<unsigned short>(in[i / 2] >> (16 * (i % 2)));
+      unsigned h2;
+      float lo, hi;
+      asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(h2) : "h"(pair));
+      asm("{.reg .f16 a, b;\n mov.b32 {a, b}, %2;\n cvt.f32.f16 %0, a;\n cvt.f32.f16 %1, b;}"
+          : "=f"(lo), "=f"(hi)
+          : "r"(h2));
+      lo *= scale, hi *= scale;
+      if constexpr (std::is_same<Scalar, bfloat16>::value)
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(out[i]) : "f"(hi), "f"(lo));
+      else asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(out[i]) : "f"(hi), "f"(lo));
+    }
+    *reinterpret_cast<uint4*>(element(t, r, c)) = make_uint4(out[0], out[1], out[2], out[3]);
+    *reinterpret_cast<uint4*>(element(t, r, c + 8)) = make_uint4(out[4], out[5], out[6], out[7]);
+    return true;
+#else
+    (void)t, (void)r, (void)c, (void)src, (void)scale;
+    return false;
+#endif
+  }
+
   // Global to scratch without passing through registers (cp.async, sm_80+):
   // the copies of the next K step overlap the multiplication of this one.
   KOKKOS_INLINE_FUNCTION static void copy16(void* dst, const void* src) {

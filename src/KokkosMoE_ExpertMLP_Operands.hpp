@@ -35,6 +35,13 @@ namespace Impl {
 // stays fixed and each next row is one add away, so a K step costs a few
 // instructions per chunk (index arithmetic per chunk would be most of the
 // prefill kernel's instructions).
+// Whether a fragment dequantises 16 e4m3 values itself (optional:
+// KokkosMoE_FragmentContract.hpp).
+template <class Frag, class = void>
+struct has_dequantize16 : std::false_type {};
+template <class Frag>
+struct has_dequantize16<Frag, std::void_t<decltype(&Frag::dequantize16)>> : std::true_type {};
+
 template <class Scalar, class Frag>
 struct OperandLoader {
   using frag = Frag;
@@ -66,8 +73,10 @@ struct OperandLoader {
       struct alignas(16) Chunk {
         std::uint32_t word[4];
       };
-      const Chunk q = *reinterpret_cast<const Chunk*>(src.p);
       const float scale = src.scale();
+      if constexpr (has_dequantize16<frag>::value)
+        if (frag::dequantize16(t, r, c, src.p, scale)) return;
+      const Chunk q = *reinterpret_cast<const Chunk*>(src.p);
 #pragma unroll
       for (int v = 0; v < V; ++v)
         *frag::element(t, r, c + v) = frag::to_operand(

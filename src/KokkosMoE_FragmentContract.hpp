@@ -68,6 +68,14 @@
 //                     W: what the layout holds, e.g. pairs on tensor cores,
 //                     16 on the host)
 //
+// Block-scaled weights (e4m3 with a float scale per 128 x 128 block)
+//   to_operand(float) -> operand_type           a dequantised weight (the
+//                     loader multiplies the stored value by its scale)
+//   optional: dequantize16(tile, r, c, src, scale) -> bool  16 e4m3 values
+//                     at src (16-byte aligned, one block) times scale into
+//                     elements [c, c + 16) of row r; false: not done here,
+//                     the loader converts element by element
+//
 // Bulk copies (only where producer_threads > 0)
 //   pipeline          a stage pipeline over pipeline::scratch_bytes() of
 //                     8-byte aligned scratch: initialize, wait_free,

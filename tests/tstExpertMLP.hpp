@@ -369,13 +369,15 @@ TEST(EXPERTMLP_SUITE, TileShapeFollowsRowsPerExpert) {
   EXPECT_EQ(Impl::tile_size_for<Space>(600), Impl::TileSize::large);
 }
 
-// Every shape of both kernels' fragments.
+// Every shape of both kernels' fragments (e4m3 weights: the fragments they
+// load into, whose operands are of the token type).
 TYPED_TEST(EXPERTMLP_SUITE, FragmentMultiplyAccumulate) {
   using Impl::TileSize;
-  expect_fragment_mma<TypeParam, Impl::Fragment<Space, TypeParam, TileSize::large>>();
-  expect_fragment_mma<TypeParam, Impl::Fragment<Space, TypeParam, TileSize::medium>>();
-  expect_fragment_mma<TypeParam, Impl::Fragment<Space, TypeParam, TileSize::small>>();
-  expect_fragment_mma<TypeParam, Impl::DownFragment<Space, TypeParam, TileSize::large>>();
-  expect_fragment_mma<TypeParam, Impl::DownFragment<Space, TypeParam, TileSize::medium>>();
+  using T = token_type_t<TypeParam>;
+  expect_fragment_mma<T, Impl::Fragment<Space, TypeParam, TileSize::large>>();
+  expect_fragment_mma<T, Impl::Fragment<Space, TypeParam, TileSize::medium>>();
+  expect_fragment_mma<T, Impl::Fragment<Space, TypeParam, TileSize::small>>();
+  expect_fragment_mma<T, Impl::DownFragment<Space, TypeParam, TileSize::large>>();
+  expect_fragment_mma<T, Impl::DownFragment<Space, TypeParam, TileSize::medium>>();
 }
 }  // namespace

@@ -8,11 +8,19 @@ For each point (trace layer, token count) it measures, on the current CUDA devic
     index_add_), captured in a CUDA graph and replayed;
   - cublas_loop: a per-expert loop of cuBLAS GEMMs (torch.matmul), the routing
     grouped on the host beforehand (not timed);
-and, once per run, the ceilings: device copy bandwidth (bytes read + written)
-and the bf16 GEMM rate (8192^3, random data). The floor of a point is
+and, once per run, the ceilings: device copy bandwidth (bytes read + written),
+the bf16 GEMM rate (8192^3, random data) and the e4m3 GEMM rate
+(torch._scaled_mm, 8192^3, bf16 output). The floor of a point is
 max(bytes that must move / bandwidth, flops / GEMM rate), with bytes = the
 touched experts' weights once + hidden states in and out + routing, and
 flops = 6 * tokens * k * H * F: the same formula as kokkos-moe-replay.
+
+With --dtype fp8 the weights are e4m3 (counted as 1 byte per value plus a
+float scale per 128 x 128 block, as ours), the rate is the e4m3 one, and the
+peer is torch._scaled_grouped_mm (e4m3 operands, a scale per weight row and
+per activation row, which the layer quantises on the fly, in the graph;
+torch's grouped fp8 GEMM takes no 128 x 128 block scales), or the reason it
+did not run; there is no per-expert loop.
 
 Output: one JSON object on stdout (and --json FILE):
   {"ceilings": {...}, "points": [{"trace", "layer", "tokens", "model", "E", "k", "H", "F",
@@ -61,7 +69,17 @@ def ceilings():
     y = torch.randn(m, m, dtype=torch.bfloat16, device="cuda")
     gemm_ms = median_ms(lambda: x @ y)
     rate = 2 * m**3 / (gemm_ms * 1e-3)
-    return {"copy_bytes_per_s": bandwidth, "bf16_gemm_flops_per_s": rate}
+    result = {"copy_bytes_per_s": bandwidth, "bf16_gemm_flops_per_s": rate}
+    try:
+        xq = x.to(torch.float8_e4m3fn)
+        yq = y.to(torch.float8_e4m3fn).t()  # column-major, as _scaled_mm wants
+        one = torch.ones((), device="cuda")
+        fp8_ms = median_ms(lambda: torch._scaled_mm(xq, yq, scale_a=one, scale_b=one,
+                                                    out_dtype=torch.bfloat16))
+        result["fp8_gemm_flops_per_s"] = 2 * m**3 / (fp8_ms * 1e-3)
+    except Exception as e:  # noqa: BLE001 - reported, not hidden
+        result["fp8_gemm_error"] = str(e).splitlines()[0]
+    return result
 
 
 def run_header():
@@ -72,18 +90,21 @@ def run_header():
             "ceilings": ceilings(), "points": []}
 
 
-def layer_work(touched, T, k, H, F):
+def layer_work(touched, T, k, H, F, weight_bytes=2.0):
     """(bytes, flops) a point must move and multiply: the touched experts'
-    weights once, hidden states in and out, the routing; 6 T k H F (the
-    counts of kokkos-moe-replay)."""
-    return touched * 3 * H * F * 2 + 2 * T * H * 2 + T * k * 8, 6 * T * k * H * F
+    weights once (weight_bytes per value), hidden states in and out (bf16),
+    the routing; 6 T k H F (the counts of kokkos-moe-replay)."""
+    return touched * 3 * H * F * weight_bytes + 2 * T * H * 2 + T * k * 8, 6 * T * k * H * F
 
 
-def floor_of(result, bytes_, flops):
+FP8_WEIGHT_BYTES = 1.0 + 4.0 / (128 * 128)  # e4m3 and its share of a block scale
+
+
+def floor_of(result, bytes_, flops, rate="bf16_gemm_flops_per_s"):
     """The floor (ms) of a point: its bytes at the copy rate or its flops at
     the GEMM rate of the run's ceilings, whichever takes longer."""
     c = result["ceilings"]
-    return max(bytes_ / c["copy_bytes_per_s"], flops / c["bf16_gemm_flops_per_s"]) * 1e3
+    return max(bytes_ / c["copy_bytes_per_s"], flops / c[rate]) * 1e3
 
 
 def emit(result, path):
@@ -115,6 +136,61 @@ def grouped_layer(x, ids, w, gate_up, down, E):
     return out.to(x.dtype)
 
 
+def quantize_rows(a):
+    """a (2-D, bf16) as e4m3 with one float scale per row (amax / 448)."""
+    scale = a.abs().amax(dim=1).float().clamp(min=1e-12) / 448.0
+    return (a.float() / scale.unsqueeze(1)).to(torch.float8_e4m3fn), scale
+
+
+def scaled_grouped_layer(x, ids, w, gate_up_q, gate_up_s, down_q, down_s, E):
+    """The layer of grouped_layer with e4m3 operands: activations quantised
+    per row on the fly, weights per output row (gate_up_q [E, 2F, H] with
+    gate_up_s [E, 2F], down_q [E, H, F] with down_s [E, H])."""
+    T, k = ids.shape
+    flat = ids.reshape(-1)
+    order = torch.argsort(flat, stable=True)
+    counts = torch.zeros(E, dtype=torch.int32, device=x.device).index_add_(
+        0, flat, torch.ones_like(flat, dtype=torch.int32))
+    offs = torch.cumsum(counts, 0, dtype=torch.int32)
+    token = order // k
+    xq, xs = quantize_rows(x.index_select(0, token))
+    gu = torch._scaled_grouped_mm(xq, gate_up_q.transpose(1, 2), xs, gate_up_s, offs=offs,
+                                  out_dtype=torch.bfloat16)
+    F = down_q.shape[2]
+    hq, hs = quantize_rows(torch.nn.functional.silu(gu[:, :F]) * gu[:, F:])
+    y = torch._scaled_grouped_mm(hq, down_q.transpose(1, 2), hs, down_s, offs=offs,
+                                 out_dtype=torch.bfloat16)
+    y = y * w.reshape(-1).index_select(0, order).unsqueeze(1).to(y.dtype)
+    out = torch.zeros_like(x, dtype=torch.float32)
+    out.index_add_(0, token, y.float())
+    return out.to(x.dtype)
+
+
+def quantize_weight_rows(wt):
+    """[E, N, K] bf16 weights as e4m3 with a scale per (expert, row)."""
+    scale = wt.abs().amax(dim=2).float().clamp(min=1e-12) / 448.0
+    return (wt.float() / scale.unsqueeze(2)).to(torch.float8_e4m3fn), scale
+
+
+def fp8_point(x, ids, w, gate_up, down, E):
+    """(median ms of the torch._scaled_grouped_mm layer in a CUDA graph,
+    None) or (None, why it did not run)."""
+    try:
+        gate_up_q, gate_up_s = quantize_weight_rows(gate_up)
+        down_q, down_s = quantize_weight_rows(down)
+        scaled_grouped_layer(x, ids, w, gate_up_q, gate_up_s, down_q, down_s, E)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            scaled_grouped_layer(x, ids, w, gate_up_q, gate_up_s, down_q, down_s, E)
+        ms = median_ms(graph.replay)
+        del graph, gate_up_q, down_q
+        return ms, None
+    except Exception as e:  # noqa: BLE001 - reported in the point
+        torch.cuda.synchronize()
+        return None, str(e).splitlines()[0] if str(e) else type(e).__name__
+
+
 def cublas_loop(x, groups, w_flat, gate, up, down, out32):
     out32.zero_()
     for e, (token, slot_index) in groups:
@@ -133,6 +209,7 @@ def main():
     p.add_argument("--model", default=None)
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--json", default=None)
+    p.add_argument("--dtype", choices=["bf16", "fp8"], default="bf16")
     args = p.parse_args()
     result = run_header()
     for path in args.traces:
@@ -160,6 +237,21 @@ def main():
             w = all_w[:T].to(dev)
             x = (torch.rand(T, H, device=dev) * 2 - 1).bfloat16()
             touched = int(torch.unique(ids).numel())
+            if args.dtype == "fp8":
+                bytes_, flops = layer_work(touched, T, k, H, F, FP8_WEIGHT_BYTES)
+                floor_ms = floor_of(result, bytes_, flops, "fp8_gemm_flops_per_s")
+                ms, why = fp8_point(x, ids, w, gate_up, down, E)
+                point = {"trace": path, "layer": int(layer), "model": model, "tokens": T,
+                         "dtype": "fp8", "E": E, "k": k, "H": H, "F": F,
+                         "touched_experts": touched, "bytes": bytes_, "flops": flops,
+                         "floor_ms": floor_ms, "peer_torch_scaled_grouped_ms": ms}
+                if why:
+                    point["peer_torch_scaled_grouped_error"] = why
+                result["points"].append(point)
+                print(f"{model:14s} T={T:5d} floor {floor_ms:8.4f} ms  torch_scaled_grouped "
+                      + (f"{ms:8.4f} ms ({floor_ms / ms:5.1%})" if ms else f"did not run: {why}"),
+                      file=sys.stderr)
+                continue
             bytes_, flops = layer_work(touched, T, k, H, F)
             floor_ms = floor_of(result, bytes_, flops)
 

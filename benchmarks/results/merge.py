@@ -8,8 +8,11 @@ PEERS.json is benchmarks/peers/moe_peers.py's output; REPLAY_DIR holds the
 kokkos-moe-replay --json files of the same run, named <trace>-t<tokens>.json.
 Each record pairs our time with the floor (from the ceilings measured in the
 same run, with the same byte and flop counts) and both peers' times.
-Records with the same (model, tokens, routing) are replaced. The device is
-the one the peer script ran on (the same call).
+Records with the same (model, tokens, routing, dtype) are replaced (records
+without "dtype" are bf16). The device is the one the peer script ran on
+(the same call). For fp8 runs (moe_peers.py --dtype fp8) the peer is
+torch._scaled_grouped_mm ("peer_torch_scaled_grouped_ms", with its error
+where it did not run) and the floor counts e4m3 bytes at the e4m3 GEMM rate.
 """
 import argparse
 import json
@@ -41,7 +44,8 @@ def main():
     routing_of = dict(r.split("=", 1) for r in args.routing_of)
     peers = load(args.peers, None)
     records = load(args.out, [])
-    index = {(r["model"], r["tokens"], r["routing"]): i for i, r in enumerate(records)}
+    key_of = lambda r: (r["model"], r["tokens"], r["routing"], r.get("dtype", "bf16"))
+    index = {key_of(r): i for i, r in enumerate(records)}
     for pt in peers["points"]:
         stem = os.path.splitext(os.path.basename(pt["trace"]))[0]
         ours = load(os.path.join(args.replay_dir, f"{stem}-t{pt['tokens']}.json"), None)
@@ -57,10 +61,9 @@ def main():
             sys.exit(f"{stem} T={pt['tokens']}: driver and peers count different work")
         rec = {
             "model": pt["model"], "tokens": pt["tokens"], "routing": routing_of.get(stem, stem),
+            "dtype": pt.get("dtype", "bf16"),
             "time_ms": total["median_ms"], "floor_ms": pt["floor_ms"],
             "fraction_of_floor": pt["floor_ms"] / total["median_ms"],
-            "peer_torch_grouped_ms": pt["peer_torch_grouped_ms"],
-            "peer_cublas_loop_ms": pt["peer_cublas_loop_ms"],
             "max_rel_err": layer["check"]["max_rel_err"],
             "stages_ms": {s: v["median_ms"] for s, v in layer["stages"].items()},
             "ceilings": peers["ceilings"],
@@ -68,22 +71,28 @@ def main():
             "board": load(os.path.join(args.replay_dir, f"{stem}-t{pt['tokens']}.board.json"), None),
             "device": peers.get("device"), "date": args.date, "command": args.command, "commit": args.commit,
         }
-        key = (rec["model"], rec["tokens"], rec["routing"])
+        for peer in ("peer_torch_grouped_ms", "peer_cublas_loop_ms", "peer_torch_scaled_grouped_ms",
+                     "peer_torch_scaled_grouped_error"):
+            if peer in pt:
+                rec[peer] = pt[peer]
+        key = key_of(rec)
         if key in index:
             records[index[key]] = rec
         else:
             index[key] = len(records)
             records.append(rec)
-    records.sort(key=lambda r: (r["model"], r["routing"], r["tokens"]))
+    records.sort(key=lambda r: (r.get("dtype", "bf16"), r["model"], r["routing"], r["tokens"]))
     with open(args.out, "w") as f:
         json.dump(records, f, indent=1)
         f.write("\n")
-    lines = ["| model | routing | tokens | ours (ms) | floor (ms) | fraction of floor | torch._grouped_mm (ms) | cuBLAS loop (ms) | max rel. err |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    ms = lambda v: "-" if v is None else f"{v:.3f}"
+    lines = ["| dtype | model | routing | tokens | ours (ms) | floor (ms) | fraction of floor | torch._grouped_mm / _scaled_grouped_mm (ms) | cuBLAS loop (ms) | max rel. err |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in records:
-        lines.append(f"| {r['model']} | {r['routing']} | {r['tokens']} | {r['time_ms']:.3f} | {r['floor_ms']:.3f} | "
-                     f"{r['fraction_of_floor']:.2f} | {r['peer_torch_grouped_ms']:.3f} | {r['peer_cublas_loop_ms']:.3f} | "
-                     f"{r['max_rel_err']:.1e} |")
+        torch_ms = r.get("peer_torch_grouped_ms", r.get("peer_torch_scaled_grouped_ms"))
+        lines.append(f"| {r.get('dtype', 'bf16')} | {r['model']} | {r['routing']} | {r['tokens']} | {r['time_ms']:.3f} | "
+                     f"{r['floor_ms']:.3f} | {r['fraction_of_floor']:.2f} | {ms(torch_ms)} | "
+                     f"{ms(r.get('peer_cublas_loop_ms'))} | {r['max_rel_err']:.1e} |")
     with open(os.path.join(HERE, "table.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

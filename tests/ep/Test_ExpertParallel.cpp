@@ -302,6 +302,7 @@ void outputs() {
   outputs_for_type<Space, float>();
   outputs_for_type<Space, float16>();
   outputs_for_type<Space, bfloat16>();
+  outputs_for_type<Space, float8_e4m3>();  // the block scales follow their experts
 
   Shape s;
   s.batch_invariant = true;
