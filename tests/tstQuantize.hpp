@@ -14,6 +14,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 #define KMOE_CAT_(a, b) a##b
 #define KMOE_CAT(a, b) KMOE_CAT_(a, b)
@@ -25,8 +26,9 @@ using namespace KokkosMoE::Test;
 using Space = TEST_EXECSPACE;
 using mem = Space::memory_space;
 
-// Float weights of E experts, F = 200 and H = 300 (blocks 2 x 3 and 3 x 2,
-// the last ones partial), with the block (0, 1) of expert 0's gate zero,
+// Float weights of 3 experts (F, H > 128, H > 256: blocks 2 x 3 and 3 x 2
+// at F = 200, H = 300, the last ones partial), with the block (0, 1) of
+// expert 0's gate zero,
 // expert 1's up block (1, 2) times 2^6 and its down block (0, 0) times
 // 2^-12.
 Weights<float, mem> uneven_weights(const Config& c) {
@@ -46,12 +48,12 @@ Weights<float, mem> uneven_weights(const Config& c) {
   return w;
 }
 
-Config uneven_config(std::int64_t T) {
+Config uneven_config(std::int64_t T, std::int64_t H = 300, std::int64_t F = 200) {
   Config c;
   c.num_experts = 3;
   c.top_k = 2;
-  c.hidden_size = 300;
-  c.ffn_size = 200;
+  c.hidden_size = H;
+  c.ffn_size = F;
   c.max_tokens = T;
   return c;
 }
@@ -160,21 +162,26 @@ TEST(QUANTIZE_SUITE, LayerRefusesBadBlockScaledWeights) {
 
 // The layer against float64 on the dequantised weights, across the block
 // edges, the zero block and the scaled blocks: no tokens, one, a batch
-// over all experts, all on one expert (rows past a tile).
+// over all experts, all on one expert (rows past a tile). Rows not 16-byte
+// aligned (H = 300, F = 200: element by element), aligned with partial
+// blocks (H = 320, F = 192: 16 values per copy, the backend's own
+// conversion), and deep (H = 1664: decode splits K).
 TEST(QUANTIZE_SUITE, LayerMatchesReferenceAcrossBlocks) {
   const std::int64_t max_tokens = 150;
-  Problem<Space, float8_e4m3> p(3, 2, 300, 200, max_tokens);
-  p.weights = quantize_fp8(uneven_weights(p.config));
-  Layer<Space, float8_e4m3> layer(p.config, p.weights);
-  for (const std::int64_t T : {std::int64_t(0), std::int64_t(1), std::int64_t(37), max_tokens}) {
-    for (const bool one_expert : {false, true}) {
-      if (one_expert && T == 0) continue;
-      SCOPED_TRACE("T = " + std::to_string(T) + (one_expert ? ", all on experts 1 and 2" : ""));
-      p.set_routing(random_routing(max_tokens, 2, one_expert ? std::vector<int>{1, 2}
-                                                             : first_experts(3),
-                                   T + 5));
-      layer.forward(p.x, p.ids, p.routing_weights, p.out, T);
-      EXPECT_LT(p.error(T), reference_tolerance<float8_e4m3>());
+  for (const auto& hf : {std::pair<std::int64_t, std::int64_t>{300, 200}, {320, 192}, {1664, 144}}) {
+    SCOPED_TRACE("H = " + std::to_string(hf.first) + ", F = " + std::to_string(hf.second));
+    Problem<Space, float8_e4m3> p(3, 2, hf.first, hf.second, max_tokens);
+    p.weights = quantize_fp8(uneven_weights(p.config));
+    Layer<Space, float8_e4m3> layer(p.config, p.weights);
+    for (const std::int64_t T : {std::int64_t(0), std::int64_t(1), std::int64_t(37), max_tokens}) {
+      for (const bool one_expert : {false, true}) {
+        if (one_expert && T == 0) continue;
+        SCOPED_TRACE("T = " + std::to_string(T) + (one_expert ? ", all on experts 1 and 2" : ""));
+        p.set_routing(random_routing(max_tokens, 2,
+                                     one_expert ? std::vector<int>{1, 2} : first_experts(3), T + 5));
+        layer.forward(p.x, p.ids, p.routing_weights, p.out, T);
+        EXPECT_LT(p.error(T), reference_tolerance<float8_e4m3>());
+      }
     }
   }
 }

@@ -4,9 +4,13 @@
 
   figures.py [h200.json] [--out DIR]      (default: docs/figures/ of the repository)
 
-Writes two PNGs:
+Writes three PNGs:
   fraction-of-floor.png  ours and both peers as a fraction of the floor
-                         against tokens, one panel per model and routing;
+                         against tokens, one panel per model and routing
+                         (bf16 records);
+  fraction-of-floor-fp8.png  the same for e4m3 expert weights (fp8
+                         records): ours and torch._scaled_grouped_mm, with
+                         ours in bf16 for comparison (its own floor);
   stages.png             the time of each stage (dispatch, gate_up,
                          down_combine, each timed alone) in units of the
                          floor, stacked, per model, routing and tokens, with
@@ -52,10 +56,14 @@ def title(key):
     return f"{MODEL_NAMES.get(key[0], key[0])}, {routing_name(key[1])}"
 
 
+def dtype_of(r):
+    return r.get("dtype", "bf16")
+
+
 def header(records):
     r = records[0]
     device = r.get("device", "H200")
-    return f"{device}, bf16, commit {r['commit']}, {r['date']}"
+    return f"{device}, {dtype_of(r)}, commit {r['commit']}, {r['date']}"
 
 
 def grid(n):
@@ -65,17 +73,32 @@ def grid(n):
     return fig, [a for row in axes for a in row]
 
 
-def fraction_of_floor(records, out):
+BF16_LINES = [("ours (CUDA graph)", lambda r: r["time_ms"], "-", "o", "#d62728"),
+              ("torch._grouped_mm (CUDA graph)", lambda r: r.get("peer_torch_grouped_ms"), "--", "s",
+               "#1f77b4"),
+              ("per-expert cuBLAS loop", lambda r: r.get("peer_cublas_loop_ms"), ":", "^", "#7f7f7f")]
+FP8_LINES = [("ours, fp8 (CUDA graph)", lambda r: r["time_ms"], "-", "o", "#d62728"),
+             ("torch._scaled_grouped_mm, fp8 (CUDA graph)",
+              lambda r: r.get("peer_torch_scaled_grouped_ms"), "--", "s", "#1f77b4")]
+
+
+def fraction_of_floor(records, out, lines=BF16_LINES, bf16=None):
+    """One panel per (model, routing); with bf16 records given, ours in bf16
+    (against its own floor) as a grey line."""
     groups = panels(records)
     fig, axes = grid(len(groups))
-    lines = [("ours (CUDA graph)", lambda r: r["time_ms"], "-", "o", "#d62728"),
-             ("torch._grouped_mm (CUDA graph)", lambda r: r["peer_torch_grouped_ms"], "--", "s", "#1f77b4"),
-             ("per-expert cuBLAS loop", lambda r: r["peer_cublas_loop_ms"], ":", "^", "#7f7f7f")]
     for ax, (key, rs) in zip(axes, groups):
         tokens = [r["tokens"] for r in rs]
         for label, time, style, marker, color in lines:
-            ax.plot(tokens, [r["floor_ms"] / time(r) for r in rs], style, marker=marker,
-                    color=color, label=label, markersize=4, linewidth=1.5)
+            pts = [(r["tokens"], r["floor_ms"] / time(r)) for r in rs if time(r)]
+            if pts:
+                ax.plot(*zip(*pts), style, marker=marker, color=color, label=label, markersize=4,
+                        linewidth=1.5)
+        if bf16 is not None:
+            same = sorted((r for r in bf16 if (r["model"], r["routing"]) == key), key=lambda r: r["tokens"])
+            if same:
+                ax.plot([r["tokens"] for r in same], [r["fraction_of_floor"] for r in same], "-.",
+                        marker=".", color="#7f7f7f", label="ours, bf16 (its floor)", linewidth=1)
         ax.axhline(1.0, color="black", linewidth=0.6)
         ax.set_xscale("log", base=2)
         ax.set_xticks(tokens)
@@ -91,8 +114,9 @@ def fraction_of_floor(records, out):
     legend_ax.axis("off")
     handles, labels = axes[0].get_legend_handles_labels()
     legend_ax.legend(handles, labels, loc="upper left", fontsize=9, frameon=False)
+    rate = "e4m3" if dtype_of(records[0]) == "fp8" else "bf16"
     legend_ax.text(0.0, 0.45, "floor = max(bytes / copy bandwidth,\n"
-                   "            flops / bf16 GEMM rate),\nboth ceilings measured in the same run;\n"
+                   f"            flops / {rate} GEMM rate),\nboth ceilings measured in the same run;\n"
                    "higher is better\n\n" + header(records), fontsize=8, va="top",
                    transform=legend_ax.transAxes)
     for ax in axes[len(groups) + 1:]:
@@ -148,11 +172,19 @@ def main():
     p.add_argument("--out", default=str(ROOT / "docs" / "figures"))
     args = p.parse_args()
     records = json.loads(Path(args.records).read_text())
+    bf16 = [r for r in records if dtype_of(r) == "bf16"]
+    fp8 = [r for r in records if dtype_of(r) == "fp8"]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    fraction_of_floor(records, out / "fraction-of-floor.png")
-    stages(records, out / "stages.png")
-    for name in ("fraction-of-floor.png", "stages.png"):
+    names = []
+    if bf16:
+        names += ["fraction-of-floor.png", "stages.png"]
+        fraction_of_floor(bf16, out / names[0])
+        stages(bf16, out / names[1])
+    if fp8:
+        names.append("fraction-of-floor-fp8.png")
+        fraction_of_floor(fp8, out / names[-1], FP8_LINES, bf16)
+    for name in names:
         print(out / name)
 
 
