@@ -44,17 +44,19 @@ struct DownKernel
   int assignments;                                                        // A = T * k
 
   static std::size_t scratch_bytes() {
-    return frag::operand_bytes(S * BM) + frag::operand_bytes(S * BN) + frag::accumulator_bytes();
+    return frag::operand_bytes(S * BM) + frag::operand_bytes(S * BN) + frag::accumulator_bytes() +
+           base::staged_bytes(BN);
   }
 
   struct Team {
     tile hs, ds;
+    std::uint8_t* staged;  // staged weights (base::stages_weights)
   };
   struct Accumulators {
     typename frag::accumulator_type acc;
   };
   KOKKOS_FORCEINLINE_FUNCTION Team team(const member& m) const {
-    return Team{frag::operand(m, S * BM), frag::operand(m, S * BN)};
+    return Team{frag::operand(m, S * BM), frag::operand(m, S * BN), base::staged(m, BN)};
   }
   KOKKOS_FORCEINLINE_FUNCTION static Accumulators accumulators(const member& m) {
     return Accumulators{frag::accumulator(m)};
@@ -101,8 +103,18 @@ struct DownKernel
     base::template load_tile<BM>(
         ld, base::stage(t.hs, b, BM), w.rows, depth,
         [&](int r) { return h0 + std::int64_t(r) * F + k0; }, aligned, first_use);
-    base::template load_weights<BN>(ld, base::stage(t.ds, b, BN), from.down, cols, k0, depth,
-                                    aligned, first_use);
+    base::template load_weights<BN>(ld, base::stage(t.ds, b, BN),
+                                    base::staged_stage(t.staged, b, BN), from.down, cols, k0,
+                                    depth, aligned, first_use);
+  }
+  // Staged weights of the step at k0 into stage b (base::stages_weights).
+  KOKKOS_FORCEINLINE_FUNCTION void convert_step(const Team& t, const Sources& from,
+                                                const typename base::Work&,
+                                                const typename base::Loader& ld, int k0, int depth,
+                                                int b) const {
+    base::template convert_weights<BN>(ld, base::stage(t.ds, b, BN),
+                                       base::staged_stage(t.staged, b, BN), from.down, from.cols,
+                                       k0, depth, from.aligned);
   }
   KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b,
                                                    Accumulators& a) {

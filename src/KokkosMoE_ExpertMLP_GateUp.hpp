@@ -74,7 +74,7 @@ struct GateUpKernel
 
   static std::size_t scratch_bytes() {
     return frag::operand_bytes(S * BM) + frag::operand_bytes(S * 2 * BN) +
-           2 * frag::accumulator_bytes() + tile_tokens_bytes();
+           2 * frag::accumulator_bytes() + tile_tokens_bytes() + base::staged_bytes(2 * BN);
   }
 
   // The token of each row of the tile, in scratch: the gathered rows of x
@@ -96,12 +96,14 @@ struct GateUpKernel
   struct Team {
     tile xs, ws;
     int* tokens;
+    std::uint8_t* staged;  // staged weights, gate then up per stage (stages_weights)
   };
   struct Accumulators {
     typename frag::accumulator_type g, u;
   };
   KOKKOS_FORCEINLINE_FUNCTION Team team(const member& m) const {
-    return Team{frag::operand(m, S * BM), frag::operand(m, S * 2 * BN), tile_tokens(m)};
+    return Team{frag::operand(m, S * BM), frag::operand(m, S * 2 * BN), tile_tokens(m),
+                base::staged(m, 2 * BN)};
   }
   KOKKOS_FORCEINLINE_FUNCTION static Accumulators accumulators(const member& m) {
     return Accumulators{frag::accumulator(m), frag::accumulator(m)};
@@ -156,10 +158,26 @@ struct GateUpKernel
     base::template load_tile<BM>(
         ld, base::stage(t.xs, b, BM), w.rows, depth,
         [&](int r) { return x0 + std::int64_t(tokens[r]) * H + k0; }, aligned, first_use);
-    base::template load_weights<BN>(ld, base::stage(t.ws, 2 * b, BN), from.gate, cols, k0, depth,
-                                    aligned, first_use);
-    base::template load_weights<BN>(ld, base::stage(t.ws, 2 * b + 1, BN), from.up, cols, k0,
+    base::template load_weights<BN>(ld, base::stage(t.ws, 2 * b, BN),
+                                    base::staged_stage(t.staged, 2 * b, BN), from.gate, cols, k0,
                                     depth, aligned, first_use);
+    base::template load_weights<BN>(ld, base::stage(t.ws, 2 * b + 1, BN),
+                                    base::staged_stage(t.staged, 2 * b + 1, BN), from.up, cols, k0,
+                                    depth, aligned, first_use);
+  }
+  // Staged weights of the step at k0 into stage b (base::stages_weights).
+  KOKKOS_FORCEINLINE_FUNCTION void convert_step(const Team& t, const Sources& from,
+                                                const typename base::Work& w,
+                                                const typename base::Loader& ld, int k0, int depth,
+                                                int b) const {
+    const int F = int(gate.extent(1));
+    const int cols = F - w.first_col < BN ? F - w.first_col : BN;
+    base::template convert_weights<BN>(ld, base::stage(t.ws, 2 * b, BN),
+                                       base::staged_stage(t.staged, 2 * b, BN), from.gate, cols, k0,
+                                       depth, from.aligned);
+    base::template convert_weights<BN>(ld, base::stage(t.ws, 2 * b + 1, BN),
+                                       base::staged_stage(t.staged, 2 * b + 1, BN), from.up, cols,
+                                       k0, depth, from.aligned);
   }
   KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b,
                                                    Accumulators& a) {

@@ -14,6 +14,7 @@
 
 #include <Kokkos_Core.hpp>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace KokkosMoE {
@@ -75,16 +76,51 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
                 frag::operand_stride);
   }
 
+  // Whether block-scaled weights go through staging tiles (see
+  // OperandLoader::load_staged): where the fragment copies asynchronously
+  // and converts 16 values itself, and loads run ahead of the multiplies.
+  static constexpr bool stages_weights =
+      is_block_scaled<Scalar>::value && has_dequantize16<Frag>::value && L >= 1;
+  // Bytes of staging for S stages of `rows` weight rows (0 without staging).
+  static constexpr std::size_t staged_bytes(int rows) {
+    return stages_weights ? S * weight_loader::staged_bytes(rows) + 16 : 0;
+  }
+  KOKKOS_INLINE_FUNCTION static std::uint8_t* staged(const member& m, int rows) {
+    return stages_weights ? static_cast<std::uint8_t*>(
+                                m.team_scratch(0).get_shmem_aligned(S * rows * BK, 16))
+                          : nullptr;
+  }
+
   // A weight tile: rows [0, rows) of `from` (Height at most), columns
-  // [k0, k0 + depth), as OperandLoader::load_tile.
+  // [k0, k0 + depth), as OperandLoader::load_tile, or into the staging
+  // tile `staged` of its stage.
   template <int Height>
   KOKKOS_FORCEINLINE_FUNCTION static void load_weights(const Loader& ld, const tile& t,
+                                                       std::uint8_t* staged,
                                                        const WeightRows<Scalar>& from, int rows,
                                                        int k0, int depth, bool aligned,
                                                        bool first_use) {
-    weight_loader::template load_tile<Height>(
-        typename weight_loader::Loader{ld.rank, ld.threads}, t, rows, depth,
-        [&](int n) { return from.at(n, k0); }, aligned, first_use);
+    const typename weight_loader::Loader wl{ld.rank, ld.threads};
+    const auto row_at = [&](int n) { return from.at(n, k0); };
+    if constexpr (stages_weights)
+      weight_loader::template load_staged<Height>(wl, t, staged, rows, depth, row_at, aligned,
+                                                  first_use);
+    else weight_loader::template load_tile<Height>(wl, t, rows, depth, row_at, aligned, first_use);
+  }
+  // The staged weight tile of a step, converted into its operand tile.
+  template <int Height>
+  KOKKOS_FORCEINLINE_FUNCTION static void convert_weights(const Loader& ld, const tile& t,
+                                                          const std::uint8_t* staged,
+                                                          const WeightRows<Scalar>& from, int rows,
+                                                          int k0, int depth, bool aligned) {
+    if constexpr (stages_weights)
+      weight_loader::template convert_staged<Height>(
+          typename weight_loader::Loader{ld.rank, ld.threads}, t, staged, rows, depth, aligned,
+          from.at(0, k0).scale());
+  }
+  // Stage b of an S-stage staging area of `rows` rows.
+  KOKKOS_INLINE_FUNCTION static std::uint8_t* staged_stage(std::uint8_t* staged, int b, int rows) {
+    return staged + std::size_t(b) * rows * BK;
   }
 
   // Iteration s of the K loop begins: step s - L has landed for the whole
@@ -130,7 +166,18 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
     const auto from = kernel.sources(w);
     const int steps = steps_of(w);
     for (int s = 0; s < steps + L; ++s) {
-      begin_step(m, s);
+      if constexpr (stages_weights) {
+        // Step s - L has landed: each thread converts its own staged chunks
+        // before the barrier after which the team multiplies them.
+        if (s >= L) {
+          frag::template wait_copies<L - 1>();
+          kernel.convert_step(t, from, w, ld, w.k_begin + (s - L) * BK, depth_of(w, s - L),
+                              (s - L) % S);
+          m.team_barrier();
+        }
+      } else {
+        begin_step(m, s);
+      }
       if (s < steps)
         kernel.load_step(t, from, w, ld, w.k_begin + s * BK, depth_of(w, s), s % S, s < S, nullptr);
       frag::commit_copies();

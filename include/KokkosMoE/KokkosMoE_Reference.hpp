@@ -21,16 +21,19 @@
 
 namespace KokkosMoE {
 
-// Tolerance of the largest row-relative error for a storage type (for
-// e4m3 weights, against the values they stand for: that of their bf16
-// activations, see below; the e4m3 GPU fragments round each weight once
-// more, to the bf16 it is multiplied in, which is within the same margin). The
+// Tolerance of the largest row-relative error for a storage type. The
 // activations h and the outputs are each rounded once to the storage type
 // (half an ulp, eps / 2, each), accumulation is in float: one ulp bounds
 // what we see with margin (bf16 4e-3, fp16 4e-4 at H = 4096..7168), while a
 // 1 % error in any stage fails. fp32 is bounded by float accumulation.
+// e4m3 weights are compared with the values they stand for (the e4m3
+// rounding itself is the quantiser's, tested there): their bf16 activations
+// take one bf16 ulp as above, and the CUDA fragments round each weight's
+// value once more, to the bf16 it is multiplied in (up to 1.0e-2 measured
+// on the H200 where bf16 alone stays under 7.8e-3): two bf16 ulps.
 template <class Scalar>
 constexpr double reference_tolerance() {
+  if (is_block_scaled<Scalar>::value) return 2 * ScalarTraits<Scalar>::epsilon;
   return ScalarTraits<Scalar>::epsilon < 1e-6 ? 1e-4 : ScalarTraits<Scalar>::epsilon;
 }
 
