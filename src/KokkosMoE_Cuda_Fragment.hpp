@@ -348,15 +348,22 @@ template <TileSize Size>
 struct DownFragment<Kokkos::Cuda, bfloat16, Size> : CudaFragmentOf<bfloat16, Size>::down {};
 template <TileSize Size>
 struct DownFragment<Kokkos::Cuda, float16, Size> : CudaFragmentOf<float16, Size>::down {};
-// e4m3 weights are dequantised to bf16 as they load (OperandLoader), so
-// their tiles take bf16's shapes; but not the large ones, whose tensor
-// copies cannot convert: medium's in their place.
+// e4m3 weights are dequantised to bf16 as they load (OperandLoader), into
+// bf16 fragments: the build's table of them (CudaFp8FragmentOf). A
+// fragment marked by CudaStagedWeights has its weights' raw bytes copied
+// asynchronously into staging tiles and converted a step before they are
+// multiplied (the kernels' scratch grows by half a weight tile per stage);
+// unmarked ones convert as they load.
+template <class Base>
+struct CudaStagedWeights : Base {
+  static constexpr bool stages_block_scaled = true;
+};
 template <TileSize Size>
-struct Fragment<Kokkos::Cuda, float8_e4m3, Size>
-    : CudaFragmentOf<bfloat16, Size == TileSize::large ? TileSize::medium : Size>::gate_up {};
+struct CudaFp8FragmentOf;
 template <TileSize Size>
-struct DownFragment<Kokkos::Cuda, float8_e4m3, Size>
-    : CudaFragmentOf<bfloat16, Size == TileSize::large ? TileSize::medium : Size>::down {};
+struct Fragment<Kokkos::Cuda, float8_e4m3, Size> : CudaFp8FragmentOf<Size>::gate_up {};
+template <TileSize Size>
+struct DownFragment<Kokkos::Cuda, float8_e4m3, Size> : CudaFp8FragmentOf<Size>::down {};
 
 // Large (prefill): 128 x 64 tiles, 4 warps of 64 x 32, 2 teams per
 // multiprocessor. Medium: 64 x 64, 4 warps of 32 x 32, 3 teams. Small
@@ -382,6 +389,12 @@ struct CudaFragmentOf
 #endif
 
 #if !defined(KOKKOSMOE_ENABLE_CUDA_WGMMA) || !defined(KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH)
+// e4m3 weights: bf16's shapes converting as they load (no room to stage),
+// medium's for large (tensor copies cannot convert).
+template <TileSize Size>
+struct CudaFp8FragmentOf
+    : CudaFragmentOf<bfloat16, Size == TileSize::large ? TileSize::medium : Size> {};
+
 // The mma.sync shapes' crossovers, measured on the H200 (docs/performance.md):
 // 32-row tiles are 1.06x faster than 64-row ones at 8 rows per expert, even
 // at 16 and 1.08x slower at 16 with skew (DeepSeek-V3, Zipf 0.5). With

@@ -123,6 +123,18 @@ struct CudaFragmentOf
                      CudaWarpSpecialized<CudaTensorCoreFragment<Scalar, 128, 256, 64, 8, 1, 4, 1>>,
                      CudaTensorCoreFragment<Scalar, 64, 128, 64, 4, 1, 4, 2>> {};
 
+// e4m3 weights: the medium and small shapes with staged weights (large is
+// medium: tensor copies cannot convert), stages and teams per
+// multiprocessor cut so that the staging tiles fit beside the operands:
+// medium and down's medium 3 stages (96 KiB, 2 teams), small 4 (104 KiB, 2).
+template <TileSize Size>
+struct CudaFp8FragmentOf
+    : CudaShapeTable<Size, CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 64, 64, 64, 4, 1, 3, 2>>,
+                     CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 64, 64, 64, 4, 1, 3, 2>>,
+                     CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 16, 64, 64, 1, 4, 4, 2>>,
+                     CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 64, 128, 64, 4, 1, 3, 2>>,
+                     CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 64, 128, 64, 4, 1, 3, 2>>> {};
+
 // With wgmma (its 128-row tiles twice as wide) 128-row tiles are even at 64
 // rows per expert (Mixtral, 256 tokens: 1.0x; 32 rows: 1.1x slower) and
 // 1.14-1.6x faster from 128 (H200); the small crossover is mma.sync's.

@@ -77,10 +77,10 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   }
 
   // Whether block-scaled weights go through staging tiles (see
-  // OperandLoader::load_staged): where the fragment copies asynchronously
-  // and converts 16 values itself, and loads run ahead of the multiplies.
+  // OperandLoader::load_staged): where the fragment asks for it (its copies
+  // asynchronous, room in scratch) and loads run ahead of the multiplies.
   static constexpr bool stages_weights =
-      is_block_scaled<Scalar>::value && has_dequantize16<Frag>::value && L >= 1;
+      is_block_scaled<Scalar>::value && stages_block_scaled<Frag>::value && L >= 1;
   // Bytes of staging for S stages of `rows` weight rows (0 without staging).
   static constexpr std::size_t staged_bytes(int rows) {
     return stages_weights ? S * weight_loader::staged_bytes(rows) + 16 : 0;

@@ -42,6 +42,12 @@ template <class Frag, class = void>
 struct has_dequantize16 : std::false_type {};
 template <class Frag>
 struct has_dequantize16<Frag, std::void_t<decltype(&Frag::dequantize16)>> : std::true_type {};
+// Whether a fragment has block-scaled weights staged (stages_block_scaled).
+template <class Frag, class = void>
+struct stages_block_scaled : std::false_type {};
+template <class Frag>
+struct stages_block_scaled<Frag, std::void_t<decltype(Frag::stages_block_scaled)>>
+    : std::integral_constant<bool, Frag::stages_block_scaled> {};
 
 template <class Scalar, class Frag>
 struct OperandLoader {
