@@ -129,14 +129,44 @@ struct CudaTensorCoreFragment {
   }
 
   // 16 e4m3 values of one block (16 bytes at src) times `scale`, rounded
-  // to Scalar, into elements [c, c + 16) of row r (two 16-byte chunks):
-  // Ada and Hopper convert two e4m3 values in one instruction (exactly, to
-  // f16), a far shorter path than the bit arithmetic of float8_e4m3, which
-  // decode, streaming weights at the memory's rate, could not afford.
-  // Returns false where the instruction is missing (the loader then
-  // converts element by element).
+  // to Scalar, into elements [c, c + 16) of row r (two 16-byte chunks).
+  // Returns false where the instructions are missing (the loader then
+  // converts element by element). Decode streams weights at the memory's
+  // rate, so the conversion must take few instructions, and few of the
+  // conversion pipe's (16 a clock per multiprocessor on Hopper: converting
+  // each value through f16 and f32 took longer than reading it):
+  // - bf16 (Hopper): one byte permute puts two codes at the top of the two
+  //   halves; shifted right by 4 (the sign kept) they are bf16 bit patterns
+  //   of the values times 2^-120, subnormals included; two packed bf16
+  //   multiplies, by 2^64 (exact) and by the scale times 2^56 (rounded to
+  //   bf16 once per chunk), finish them;
+  // - fp16 (Ada and later): the two-code conversion to f16 and the scale in
+  //   float.
   KOKKOS_INLINE_FUNCTION static bool dequantize16(const tile& t, int r, int c, const void* src,
                                                   float scale) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if constexpr (std::is_same<Scalar, bfloat16>::value) {
+      const uint4 q = *static_cast<const uint4*>(src);
+      const unsigned in[4] = {q.x, q.y, q.z, q.w};
+      unsigned s2;
+      asm("{.reg .b16 h;\n cvt.rn.bf16.f32 h, %1;\n mov.b32 %0, {h, h};}"
+          : "=r"(s2)
+          : "f"(scale * 72057594037927936.0f));  // 2^56
+      unsigned out[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        unsigned y;
+        // Codes 2k and 2k + 1 of the word to bytes 1 and 3.
+        asm("prmt.b32 %0, %1, 0, %2;" : "=r"(y) : "r"(in[i / 2]), "r"(i % 2 ? 0x3424u : 0x1404u));
+        y = ((y >> 4) & 0x07f007f0u) | (y & 0x80008000u);
+        asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(y) : "r"(y), "r"(0x5f805f80u));  // 2^64
+        asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(out[i]) : "r"(y), "r"(s2));
+      }
+      *reinterpret_cast<uint4*>(element(t, r, c)) = make_uint4(out[0], out[1], out[2], out[3]);
+      *reinterpret_cast<uint4*>(element(t, r, c + 8)) = make_uint4(out[4], out[5], out[6], out[7]);
+      return true;
+    }
+#endif
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
     const uint4 q = *static_cast<const uint4*>(src);
     const unsigned in[4] = {q.x, q.y, q.z, q.w};
