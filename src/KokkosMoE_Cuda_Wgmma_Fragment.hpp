@@ -123,21 +123,21 @@ struct CudaFragmentOf
                      CudaWarpSpecialized<CudaTensorCoreFragment<Scalar, 128, 256, 64, 8, 1, 4, 1>>,
                      CudaTensorCoreFragment<Scalar, 64, 128, 64, 4, 1, 4, 2>> {};
 
-// e4m3 weights: staged weights in every shape, stages and teams per
-// multiprocessor cut so that the staging tiles fit beside the operands.
-// Large is 128 x 128 (gate and up: 128 x 256 per K step; down 128 x 128,
-// whose staged tile must lie in one 128-row scale block) without the
-// producer warpgroup, whose tensor copies cannot convert: every warp
-// copies, 3 stages (192 KiB) and 4 for down (160 KiB), one team; medium
-// 64 x 64 and down's 64 x 128, 3 stages (96 KiB, 2 teams); small 16 x 64,
-// 4 stages (104 KiB, 2 teams).
+// e4m3 weights: staged weights in every shape (two bf16 weight tiles and
+// S stages of half their size in e4m3, beside S stages of x or h), as
+// deep as two teams per multiprocessor allow where the kernels stream
+// weights: small 16 x 64, 6 stages (92 KiB, 2 teams); medium 64 x 64 and
+// down's 64 x 128, 4 stages (96 KiB, 2 teams). Large is 128 x 128 (gate and
+// up: 128 x 256 per K step; down 128 x 128, whose staged tile must lie in
+// one 128-row scale block), 4 stages, one team, without the producer
+// warpgroup, whose tensor copies cannot convert.
 template <TileSize Size>
 struct CudaFp8FragmentOf
-    : CudaShapeTable<Size, CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 128, 128, 64, 8, 1, 3, 1>>,
-                     CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 64, 64, 64, 4, 1, 3, 2>>,
-                     CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 16, 64, 64, 1, 4, 4, 2>>,
+    : CudaShapeTable<Size, CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 128, 128, 64, 8, 1, 4, 1>>,
+                     CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 64, 64, 64, 4, 1, 4, 2>>,
+                     CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 16, 64, 64, 1, 4, 6, 2>>,
                      CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 128, 128, 64, 8, 1, 4, 1>>,
-                     CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 64, 128, 64, 4, 1, 3, 2>>> {};
+                     CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 64, 128, 64, 4, 1, 4, 2>>> {};
 
 // With wgmma (its 128-row tiles twice as wide) 128-row tiles are even at 64
 // rows per expert (Mixtral, 256 tokens: 1.0x; 32 rows: 1.1x slower) and

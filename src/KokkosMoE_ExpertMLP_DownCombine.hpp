@@ -44,8 +44,8 @@ struct DownKernel
   int assignments;                                                        // A = T * k
 
   static std::size_t scratch_bytes() {
-    return frag::operand_bytes(S * BM) + frag::operand_bytes(S * BN) + frag::accumulator_bytes() +
-           base::staged_bytes(BN);
+    return frag::operand_bytes(S * BM) + frag::operand_bytes(base::weight_buffers * BN) +
+           frag::accumulator_bytes() + base::staged_bytes(BN);
   }
 
   struct Team {
@@ -56,7 +56,8 @@ struct DownKernel
     typename frag::accumulator_type acc;
   };
   KOKKOS_FORCEINLINE_FUNCTION Team team(const member& m) const {
-    return Team{frag::operand(m, S * BM), frag::operand(m, S * BN), base::staged(m, BN)};
+    return Team{frag::operand(m, S * BM), frag::operand(m, base::weight_buffers * BN),
+                base::staged(m, BN)};
   }
   KOKKOS_FORCEINLINE_FUNCTION static Accumulators accumulators(const member& m) {
     return Accumulators{frag::accumulator(m)};
@@ -103,7 +104,7 @@ struct DownKernel
     base::template load_tile<BM>(
         ld, base::stage(t.hs, b, BM), w.rows, depth,
         [&](int r) { return h0 + std::int64_t(r) * F + k0; }, aligned, first_use);
-    base::template load_weights<BN>(ld, base::stage(t.ds, b, BN),
+    base::template load_weights<BN>(ld, base::stage(t.ds, base::weight_buffer(b), BN),
                                     base::staged_stage(t.staged, b, BN), from.down, cols, k0,
                                     depth, aligned, first_use);
   }
@@ -112,13 +113,14 @@ struct DownKernel
                                                 const typename base::Work&,
                                                 const typename base::Loader& ld, int k0, int depth,
                                                 int b) const {
-    base::template convert_weights<BN>(ld, base::stage(t.ds, b, BN),
+    base::template convert_weights<BN>(ld, base::stage(t.ds, base::weight_buffer(b), BN),
                                        base::staged_stage(t.staged, b, BN), from.down, from.cols,
                                        k0, depth, from.aligned);
   }
   KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b,
                                                    Accumulators& a) {
-    frag::mma_nt(m, base::stage(t.hs, b, BM), base::stage(t.ds, b, BN), a.acc);
+    frag::mma_nt(m, base::stage(t.hs, b, BM), base::stage(t.ds, base::weight_buffer(b), BN),
+                 a.acc);
   }
   KOKKOS_FORCEINLINE_FUNCTION static void zero(const member& m, Accumulators& a) {
     frag::zero(m, a.acc);

@@ -73,7 +73,7 @@ struct GateUpKernel
   int assignments;                                                        // A = T * k
 
   static std::size_t scratch_bytes() {
-    return frag::operand_bytes(S * BM) + frag::operand_bytes(S * 2 * BN) +
+    return frag::operand_bytes(S * BM) + frag::operand_bytes(base::weight_buffers * 2 * BN) +
            2 * frag::accumulator_bytes() + tile_tokens_bytes() + base::staged_bytes(2 * BN);
   }
 
@@ -102,8 +102,8 @@ struct GateUpKernel
     typename frag::accumulator_type g, u;
   };
   KOKKOS_FORCEINLINE_FUNCTION Team team(const member& m) const {
-    return Team{frag::operand(m, S * BM), frag::operand(m, S * 2 * BN), tile_tokens(m),
-                base::staged(m, 2 * BN)};
+    return Team{frag::operand(m, S * BM), frag::operand(m, base::weight_buffers * 2 * BN),
+                tile_tokens(m), base::staged(m, 2 * BN)};
   }
   KOKKOS_FORCEINLINE_FUNCTION static Accumulators accumulators(const member& m) {
     return Accumulators{frag::accumulator(m), frag::accumulator(m)};
@@ -158,10 +158,11 @@ struct GateUpKernel
     base::template load_tile<BM>(
         ld, base::stage(t.xs, b, BM), w.rows, depth,
         [&](int r) { return x0 + std::int64_t(tokens[r]) * H + k0; }, aligned, first_use);
-    base::template load_weights<BN>(ld, base::stage(t.ws, 2 * b, BN),
+    const int wb = base::weight_buffer(b);
+    base::template load_weights<BN>(ld, base::stage(t.ws, 2 * wb, BN),
                                     base::staged_stage(t.staged, 2 * b, BN), from.gate, cols, k0,
                                     depth, aligned, first_use);
-    base::template load_weights<BN>(ld, base::stage(t.ws, 2 * b + 1, BN),
+    base::template load_weights<BN>(ld, base::stage(t.ws, 2 * wb + 1, BN),
                                     base::staged_stage(t.staged, 2 * b + 1, BN), from.up, cols, k0,
                                     depth, aligned, first_use);
   }
@@ -172,17 +173,19 @@ struct GateUpKernel
                                                 int b) const {
     const int F = int(gate.extent(1));
     const int cols = F - w.first_col < BN ? F - w.first_col : BN;
-    base::template convert_weights<BN>(ld, base::stage(t.ws, 2 * b, BN),
+    const int wb = base::weight_buffer(b);
+    base::template convert_weights<BN>(ld, base::stage(t.ws, 2 * wb, BN),
                                        base::staged_stage(t.staged, 2 * b, BN), from.gate, cols, k0,
                                        depth, from.aligned);
-    base::template convert_weights<BN>(ld, base::stage(t.ws, 2 * b + 1, BN),
+    base::template convert_weights<BN>(ld, base::stage(t.ws, 2 * wb + 1, BN),
                                        base::staged_stage(t.staged, 2 * b + 1, BN), from.up, cols,
                                        k0, depth, from.aligned);
   }
   KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b,
                                                    Accumulators& a) {
-    frag::mma_nt(m, base::stage(t.xs, b, BM), base::stage(t.ws, 2 * b, BN), a.g,
-                 base::stage(t.ws, 2 * b + 1, BN), a.u);
+    const int wb = base::weight_buffer(b);
+    frag::mma_nt(m, base::stage(t.xs, b, BM), base::stage(t.ws, 2 * wb, BN), a.g,
+                 base::stage(t.ws, 2 * wb + 1, BN), a.u);
   }
   KOKKOS_FORCEINLINE_FUNCTION static void zero(const member& m, Accumulators& a) {
     frag::zero(m, a.g);

@@ -81,6 +81,13 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   // asynchronous, room in scratch) and loads run ahead of the multiplies.
   static constexpr bool stages_weights =
       is_block_scaled<Scalar>::value && stages_block_scaled<Frag>::value && L >= 1;
+  // Operand tiles of weights: S, or 2 where staged (converted a step at a
+  // time, the one of step c in tile c % 2: with S even, b % 2 of stage b).
+  static constexpr int weight_buffers = stages_weights ? 2 : S;
+  static_assert(!stages_weights || S % 2 == 0, "staged weights: an even number of stages");
+  KOKKOS_INLINE_FUNCTION static constexpr int weight_buffer(int b) {
+    return stages_weights ? b % 2 : b;
+  }
   // Bytes of staging for S stages of `rows` weight rows (0 without staging).
   static constexpr std::size_t staged_bytes(int rows) {
     return stages_weights ? S * weight_loader::staged_bytes(rows) + 16 : 0;
@@ -103,8 +110,7 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
     const typename weight_loader::Loader wl{ld.rank, ld.threads};
     const auto row_at = [&](int n) { return from.at(n, k0); };
     if constexpr (stages_weights)
-      weight_loader::template load_staged<Height>(wl, t, staged, rows, depth, row_at, aligned,
-                                                  first_use);
+      weight_loader::template load_staged<Height>(wl, staged, rows, depth, row_at, aligned);
     else weight_loader::template load_tile<Height>(wl, t, rows, depth, row_at, aligned, first_use);
   }
   // The staged weight tile of a step, converted into its operand tile.
@@ -115,8 +121,8 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
                                                           int k0, int depth, bool aligned) {
     if constexpr (stages_weights)
       weight_loader::template convert_staged<Height>(
-          typename weight_loader::Loader{ld.rank, ld.threads}, t, staged, rows, depth, aligned,
-          from.at(0, k0).scale());
+          typename weight_loader::Loader{ld.rank, ld.threads}, t, staged, rows, depth,
+          [&](int n) { return from.at(n, k0); }, aligned);
   }
   // Stage b of an S-stage staging area of `rows` rows.
   KOKKOS_INLINE_FUNCTION static std::uint8_t* staged_stage(std::uint8_t* staged, int b, int rows) {

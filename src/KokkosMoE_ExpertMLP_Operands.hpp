@@ -207,41 +207,43 @@ struct OperandLoader {
     else load(ld, t, rows, cols, row_at, aligned, zero_rows);
   }
 
-  // Block-scaled weights through a staging tile (fragments with
-  // asynchronous copy16 and dequantize16): a full tile's raw e4m3 bytes
-  // are copied like 16-bit operands, S - 1 steps ahead, into `staged`
-  // (Height x BK bytes, row-major); convert_staged, once they have landed
+  // Block-scaled weights through staging tiles (fragments with
+  // asynchronous copy16 and dequantize16): a full tile's raw e4m3 bytes are
+  // copied like 16-bit operands, S - 1 steps ahead, into `staged` (Height x
+  // BK bytes, row-major); convert_staged, once they have landed
   // (wait_copies), turns each thread's own chunks into the operand tile
-  // before the barrier that precedes their multiply. A tile that is not
-  // full loads element by element at once (load), as without staging.
+  // just before the barrier that precedes their multiply, so two operand
+  // tiles serve all stages. A tile that is not full is read element by
+  // element then, from global memory, its rows past `rows` zeroed.
   static constexpr std::size_t staged_bytes(int rows) { return std::size_t(rows) * BK; }
   template <int Height>
   KOKKOS_INLINE_FUNCTION static constexpr bool stages_full(bool aligned, int rows, int cols) {
     return has_full_load<Height>() && aligned && rows >= Height && cols == BK;
   }
   template <int Height, class RowAt>
-  KOKKOS_FORCEINLINE_FUNCTION static void load_staged(const Loader& ld, const tile& t,
-                                                      std::uint8_t* staged, int rows, int cols,
-                                                      const RowAt& row_at, bool aligned,
-                                                      bool zero_rows) {
-    if (!stages_full<Height>(aligned, rows, cols))
-      return load(ld, t, rows, cols, row_at, aligned, zero_rows);
+  KOKKOS_FORCEINLINE_FUNCTION static void load_staged(const Loader& ld, std::uint8_t* staged,
+                                                      int rows, int cols, const RowAt& row_at,
+                                                      bool aligned) {
+    if (!stages_full<Height>(aligned, rows, cols)) return;
     constexpr int full = has_full_load<Height>() ? Height : P;
     const int rank = ld.rank, c = (rank % C) * V, r0 = rank / C;
 #pragma unroll
     for (int j = 0; j < full / P; ++j)
       frag::copy16(staged + std::size_t(r0 + j * P) * BK + c, (row_at(r0 + j * P) + c).p);
   }
-  template <int Height>
+  template <int Height, class RowAt>
   KOKKOS_FORCEINLINE_FUNCTION static void convert_staged(const Loader& ld, const tile& t,
                                                          const std::uint8_t* staged, int rows,
-                                                         int cols, bool aligned, float scale) {
+                                                         int cols, const RowAt& row_at,
+                                                         bool aligned) {
     static_assert(weight_block % BK == 0 && weight_block % Height == 0,
                   "a staged tile lies in one scale block");
-    if (!stages_full<Height>(aligned, rows, cols)) return;
+    if (!stages_full<Height>(aligned, rows, cols)) return load(ld, t, rows, cols, row_at, aligned, true);
     constexpr int full = has_full_load<Height>() ? Height : P;
     const int rank = ld.rank, c = (rank % C) * V, r0 = rank / C;
-    const float* scales = &scale;  // one block: the tile's rows and step share it
+    // One block: the tile's rows and this step share its scale.
+    const float scale = row_at(0).scale();
+    const float* scales = &scale;
 #pragma unroll
     for (int j = 0; j < full / P; ++j) {
       const BlockScaledRow<Scalar> src{
