@@ -45,26 +45,30 @@ struct DownKernel
 
   static std::size_t scratch_bytes() {
     return frag::operand_bytes(S * BM) + frag::operand_bytes(base::weight_buffers * BN) +
-           frag::accumulator_bytes() + base::staged_bytes(BN);
+           frag::accumulator_bytes() + base::staged_bytes(BN) + base::scales_bytes(1);
   }
 
   struct Team {
     tile hs, ds;
     std::uint8_t* staged;  // staged weights (base::stages_weights)
+    float* scales;         // the item's block scales (base::stages_weights)
   };
   struct Accumulators {
     typename frag::accumulator_type acc;
   };
   KOKKOS_FORCEINLINE_FUNCTION Team team(const member& m) const {
     return Team{frag::operand(m, S * BM), frag::operand(m, base::weight_buffers * BN),
-                base::staged(m, BN)};
+                base::staged(m, BN), base::scales(m, 1)};
   }
   KOKKOS_FORCEINLINE_FUNCTION static Accumulators accumulators(const member& m) {
     return Accumulators{frag::accumulator(m)};
   }
-  KOKKOS_FORCEINLINE_FUNCTION void prepare(const Team&, const typename base::Work&,
+  KOKKOS_FORCEINLINE_FUNCTION void prepare(const Team& t, const typename base::Work& w,
                                            const typename base::Loader& ld) const {
     this->acquire_maps(ld, down_map, 2);
+    if constexpr (base::stages_weights)
+      base::load_scales(ld, t.scales, WeightRows<Scalar>::of(down, down_scale, w.expert, w.first_col),
+                        w);
   }
   // Row starts: rows of h and of down are F apart.
   struct Sources {
@@ -110,12 +114,12 @@ struct DownKernel
   }
   // Staged weights of the step at k0 into stage b (base::stages_weights).
   KOKKOS_FORCEINLINE_FUNCTION void convert_step(const Team& t, const Sources& from,
-                                                const typename base::Work&,
+                                                const typename base::Work& w,
                                                 const typename base::Loader& ld, int k0, int depth,
                                                 int b) const {
     base::template convert_weights<BN>(ld, base::stage(t.ds, base::weight_buffer(b), BN),
-                                       base::staged_stage(t.staged, b, BN), from.down, from.cols,
-                                       k0, depth, from.aligned);
+                                       base::staged_stage(t.staged, b, BN), t.scales, from.down, w,
+                                       from.cols, k0, depth, from.aligned);
   }
   KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b,
                                                    Accumulators& a) {

@@ -74,7 +74,8 @@ struct GateUpKernel
 
   static std::size_t scratch_bytes() {
     return frag::operand_bytes(S * BM) + frag::operand_bytes(base::weight_buffers * 2 * BN) +
-           2 * frag::accumulator_bytes() + tile_tokens_bytes() + base::staged_bytes(2 * BN);
+           2 * frag::accumulator_bytes() + tile_tokens_bytes() + base::staged_bytes(2 * BN) +
+           base::scales_bytes(2);
   }
 
   // The token of each row of the tile, in scratch: the gathered rows of x
@@ -97,13 +98,14 @@ struct GateUpKernel
     tile xs, ws;
     int* tokens;
     std::uint8_t* staged;  // staged weights, gate then up per stage (stages_weights)
+    float* scales;         // the item's block scales of gate, then up (stages_weights)
   };
   struct Accumulators {
     typename frag::accumulator_type g, u;
   };
   KOKKOS_FORCEINLINE_FUNCTION Team team(const member& m) const {
     return Team{frag::operand(m, S * BM), frag::operand(m, base::weight_buffers * 2 * BN),
-                tile_tokens(m), base::staged(m, 2 * BN)};
+                tile_tokens(m), base::staged(m, 2 * BN), base::scales(m, 2)};
   }
   KOKKOS_FORCEINLINE_FUNCTION static Accumulators accumulators(const member& m) {
     return Accumulators{frag::accumulator(m), frag::accumulator(m)};
@@ -111,6 +113,12 @@ struct GateUpKernel
   KOKKOS_FORCEINLINE_FUNCTION void prepare(const Team& t, const typename base::Work& w,
                                            const typename base::Loader& ld) const {
     if (!this->bulk_kernel()) fill_tile_tokens(t.tokens, w, ld);
+    if constexpr (base::stages_weights) {
+      base::load_scales(ld, t.scales, WeightRows<Scalar>::of(gate, gate_scale, w.expert, w.first_col),
+                        w);
+      base::load_scales(ld, t.scales + base::item_scales,
+                        WeightRows<Scalar>::of(up, up_scale, w.expert, w.first_col), w);
+    }
     this->acquire_maps(ld, gate_map, 2);
     this->acquire_maps(ld, gathered_map, 1);
   }
@@ -175,11 +183,12 @@ struct GateUpKernel
     const int cols = F - w.first_col < BN ? F - w.first_col : BN;
     const int wb = base::weight_buffer(b);
     base::template convert_weights<BN>(ld, base::stage(t.ws, 2 * wb, BN),
-                                       base::staged_stage(t.staged, 2 * b, BN), from.gate, cols, k0,
-                                       depth, from.aligned);
+                                       base::staged_stage(t.staged, 2 * b, BN), t.scales, from.gate,
+                                       w, cols, k0, depth, from.aligned);
     base::template convert_weights<BN>(ld, base::stage(t.ws, 2 * wb + 1, BN),
-                                       base::staged_stage(t.staged, 2 * b + 1, BN), from.up, cols,
-                                       k0, depth, from.aligned);
+                                       base::staged_stage(t.staged, 2 * b + 1, BN),
+                                       t.scales + base::item_scales, from.up, w, cols, k0, depth,
+                                       from.aligned);
   }
   KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b,
                                                    Accumulators& a) {

@@ -113,16 +113,45 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
       weight_loader::template load_staged<Height>(wl, staged, rows, depth, row_at, aligned);
     else weight_loader::template load_tile<Height>(wl, t, rows, depth, row_at, aligned, first_use);
   }
-  // The staged weight tile of a step, converted into its operand tile.
+  // The scales of a weight tile's block row over a work item's K range,
+  // read into scratch as the item starts (prepare), up to item_scales
+  // blocks (K up to 16384): read from global memory in each step, their
+  // latency stalled every conversion.
+  static constexpr int item_scales = 128;
+  static constexpr std::size_t scales_bytes(int tiles) {
+    return stages_weights ? tiles * item_scales * sizeof(float) + 16 : 0;
+  }
+  KOKKOS_INLINE_FUNCTION static float* scales(const member& m, int tiles) {
+    return stages_weights ? static_cast<float*>(m.team_scratch(0).get_shmem_aligned(
+                                tiles * item_scales * sizeof(float), 16))
+                          : nullptr;
+  }
+  KOKKOS_INLINE_FUNCTION static void load_scales(const Loader& ld, float* to,
+                                                 const WeightRows<Scalar>& from, const Work& w) {
+    if constexpr (stages_weights) {
+      const int first = w.k_begin / weight_block, n = (w.k_end - 1) / weight_block + 1 - first;
+      for (int i = ld.rank; i < n && i < item_scales; i += ld.threads)
+        to[i] = from.at(0, (first + i) * weight_block).scale();
+    }
+  }
+
+  // The staged weight tile of a step, converted into its operand tile
+  // (its scale from `scales`, load_scales', or where the item has more
+  // blocks, from global memory).
   template <int Height>
   KOKKOS_FORCEINLINE_FUNCTION static void convert_weights(const Loader& ld, const tile& t,
                                                           const std::uint8_t* staged,
-                                                          const WeightRows<Scalar>& from, int rows,
-                                                          int k0, int depth, bool aligned) {
-    if constexpr (stages_weights)
+                                                          const float* scales,
+                                                          const WeightRows<Scalar>& from,
+                                                          const Work& w, int rows, int k0,
+                                                          int depth, bool aligned) {
+    if constexpr (stages_weights) {
+      const int i = k0 / weight_block - w.k_begin / weight_block;
       weight_loader::template convert_staged<Height>(
           typename weight_loader::Loader{ld.rank, ld.threads}, t, staged, rows, depth,
-          [&](int n) { return from.at(n, k0); }, aligned);
+          [&](int n) { return from.at(n, k0); }, aligned,
+          i < item_scales ? scales[i] : from.at(0, k0).scale());
+    }
   }
   // Stage b of an S-stage staging area of `rows` rows.
   KOKKOS_INLINE_FUNCTION static std::uint8_t* staged_stage(std::uint8_t* staged, int b, int rows) {

@@ -235,14 +235,13 @@ struct OperandLoader {
   KOKKOS_FORCEINLINE_FUNCTION static void convert_staged(const Loader& ld, const tile& t,
                                                          const std::uint8_t* staged, int rows,
                                                          int cols, const RowAt& row_at,
-                                                         bool aligned) {
+                                                         bool aligned, float scale) {
     static_assert(weight_block % BK == 0 && weight_block % Height == 0,
                   "a staged tile lies in one scale block");
     if (!stages_full<Height>(aligned, rows, cols)) return load(ld, t, rows, cols, row_at, aligned, true);
     constexpr int full = has_full_load<Height>() ? Height : P;
     const int rank = ld.rank, c = (rank % C) * V, r0 = rank / C;
     // One block: the tile's rows and this step share its scale.
-    const float scale = row_at(0).scale();
     const float* scales = &scale;
 #pragma unroll
     for (int j = 0; j < full / P; ++j) {
