@@ -85,6 +85,10 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   // time, the one of step c in tile c % 2: with S even, b % 2 of stage b).
   static constexpr int weight_buffers = stages_weights ? 2 : S;
   static_assert(!stages_weights || S % 2 == 0, "staged weights: an even number of stages");
+  // Tensor copies cannot convert: block-scaled weights need fragments
+  // whose threads load (the kernels' bulk paths count sizeof(Scalar) bytes).
+  static_assert(!is_block_scaled<Scalar>::value || frag::producer_threads == 0,
+                "block-scaled weights with tensor copies");
   KOKKOS_INLINE_FUNCTION static constexpr int weight_buffer(int b) {
     return stages_weights ? b % 2 : b;
   }

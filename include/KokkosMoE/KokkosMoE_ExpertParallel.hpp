@@ -24,6 +24,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -83,8 +84,17 @@ Weights<Scalar, MemorySpace> local_expert_weights(const Weights<Scalar, MemorySp
     copy_expert(w.down, i, full.down, mine[i]);
   }
   if (is_block_scaled<Scalar>::value) {
-    const auto FB = std::int64_t(full.gate_scale.extent(1)),
-               HB = std::int64_t(full.gate_scale.extent(2));
+    const auto FB = Weights<Scalar, MemorySpace>::blocks(F),
+               HB = Weights<Scalar, MemorySpace>::blocks(H);
+    const auto has = [&](const auto& t, std::int64_t rows, std::int64_t cols) {
+      return t.extent(1) == std::size_t(rows) && t.extent(2) == std::size_t(cols) &&
+             t.extent(0) == full.gate.extent(0);
+    };
+    if (!has(full.gate_scale, FB, HB) || !has(full.up_scale, FB, HB) ||
+        !has(full.down_scale, HB, FB))
+      throw std::invalid_argument(
+          "KokkosMoE::local_expert_weights: the block scales must be [E, ceil(F/128), "
+          "ceil(H/128)] (gate, up) and [E, ceil(H/128), ceil(F/128)] (down)");
     w.gate_scale = decltype(w.gate_scale)("KokkosMoE::gate_scale", E, FB, HB);
     w.up_scale = decltype(w.up_scale)("KokkosMoE::up_scale", E, FB, HB);
     w.down_scale = decltype(w.down_scale)("KokkosMoE::down_scale", E, HB, FB);

@@ -67,7 +67,12 @@ void quantize_blocks(const Tensor& t, const Quantized& q, const Scales& scale,
               a = v < 0 ? (-v > a ? -v : a) : (v > a ? v : a);
             },
             Kokkos::Max<float>(amax));
-        const float s = amax > 0 ? amax / float8_e4m3::max : 1.0f;
+        // (At least the smallest normal float: amax / 448 of a block of
+        // subnormals would flush to zero on some devices.)
+        const float s = amax > 0 ? (amax / float8_e4m3::max > 1.17549435e-38f
+                                        ? amax / float8_e4m3::max
+                                        : 1.17549435e-38f)
+                                 : 1.0f;
         Kokkos::parallel_for(Kokkos::TeamThreadRange(m, rows * cols), [&](int i) {
           const int r = r0 + i / cols, c = c0 + i % cols;
           q(e, r, c) = float8_e4m3(to_float(t(e, r, c)) / s);

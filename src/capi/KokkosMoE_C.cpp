@@ -178,7 +178,9 @@ class LayerImpl final : public kmoe_layer {
                                                         const void* gate, const void* up,
                                                         const void* down, const Scales& scales) {
     require(router && gate && up && down,
-            "kmoe_layer_create: router, gate, up and down must not be NULL");
+            KokkosMoE::is_block_scaled<Scalar>::value
+                ? "kmoe_layer_create_fp8: router, gate, up and down must not be NULL"
+                : "kmoe_layer_create: router, gate, up and down must not be NULL");
     c.validate();
     auto w = layer_type::weights_type::allocate(c);
     upload(w.router, router);
