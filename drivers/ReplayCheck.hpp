@@ -74,7 +74,8 @@ struct ErrorModel {
     const double F = double(std::max<std::int64_t>(ffn, 0));
     // A rounded weight perturbs a term directly (down) and through h
     // (gate, up): eps_w / 2 each.
-    return unit_roundoff() + weight_epsilon + float_unit_roundoff * (8.0 + std::sqrt(H) + std::sqrt(F));
+    return unit_roundoff() + weight_epsilon +
+           float_unit_roundoff * (8.0 + std::sqrt(H) + std::sqrt(F));
   }
   // c: Cauchy-Schwarz for few terms, 6 standard deviations for many.
   double terms_factor() const {

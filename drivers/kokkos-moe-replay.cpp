@@ -391,9 +391,9 @@ int replay(const Options& o, const Trace& trace, const Shape& s) {
       report.layers.push_back(replay_layer<Scalar>(o, s, trace, tl, report.tokens, report.batch));
     } catch (const std::exception& e) {
       if (!Impl::is_allocation_failure(e)) throw;
-      throw std::runtime_error(
-          allocation_failure(s, report.batch, report.dtype, weight_value_bytes<Scalar>(),
-                             token_value_bytes<Scalar>(), tl.index, e));
+      throw std::runtime_error(allocation_failure(s, report.batch, report.dtype,
+                                                  weight_value_bytes<Scalar>(),
+                                                  token_value_bytes<Scalar>(), tl.index, e));
     }
   }
   print_report(std::cout, report);

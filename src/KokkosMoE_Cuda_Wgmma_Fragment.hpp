@@ -133,11 +133,13 @@ struct CudaFragmentOf
 // warpgroup, whose tensor copies cannot convert.
 template <TileSize Size>
 struct CudaFp8FragmentOf
-    : CudaShapeTable<Size, CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 128, 128, 64, 8, 1, 4, 1>>,
+    : CudaShapeTable<Size,
+                     CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 128, 128, 64, 8, 1, 4, 1>>,
                      CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 64, 64, 64, 4, 1, 4, 2>>,
                      CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 16, 64, 64, 1, 4, 6, 2>>,
                      CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 128, 128, 64, 8, 1, 4, 1>>,
-                     CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 64, 128, 64, 4, 1, 4, 2>>> {};
+                     CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 64, 128, 64, 4, 1, 4, 2>>> {
+};
 
 // With wgmma (its 128-row tiles twice as wide) 128-row tiles are even at 64
 // rows per expert (Mixtral, 256 tokens: 1.0x; 32 rows: 1.1x slower) and

@@ -37,11 +37,11 @@ struct DownKernel
   using memory_space = typename base::memory_space;
 
   using token = token_type_t<Scalar>;
-  Kokkos::View<const token**, Kokkos::LayoutRight, memory_space> h;       // [rows, F]
-  Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> down;  // [E, H, F]
+  Kokkos::View<const token**, Kokkos::LayoutRight, memory_space> h;            // [rows, F]
+  Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> down;       // [E, H, F]
   Kokkos::View<const float***, Kokkos::LayoutRight, memory_space> down_scale;  // block-scaled
-  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y;             // [splits * T*k, H]
-  int assignments;                                                        // A = T * k
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y;                  // [splits * T*k, H]
+  int assignments;                                                             // A = T * k
 
   static std::size_t scratch_bytes() {
     return frag::operand_bytes(S * BM) + frag::operand_bytes(base::weight_buffers * BN) +
@@ -67,8 +67,8 @@ struct DownKernel
                                            const typename base::Loader& ld) const {
     this->acquire_maps(ld, down_map, 2);
     if constexpr (base::stages_weights)
-      base::load_scales(ld, t.scales, WeightRows<Scalar>::of(down, down_scale, w.expert, w.first_col),
-                        w);
+      base::load_scales(ld, t.scales,
+                        WeightRows<Scalar>::of(down, down_scale, w.expert, w.first_col), w);
   }
   // Row starts: rows of h and of down are F apart.
   struct Sources {
@@ -83,7 +83,8 @@ struct DownKernel
     f.cols = f.H - w.first_col < BN ? f.H - w.first_col : BN;
     f.h0 = &h(w.first_row, 0);
     f.down = WeightRows<Scalar>::of(down, down_scale, w.expert, w.first_col);
-    f.aligned = base::rows_aligned(f.h0, f.F) && base::weight_loader::rows_aligned(f.down.first, f.F);
+    f.aligned = base::rows_aligned(f.h0, f.F) &&
+                base::weight_loader::rows_aligned(f.down.first, f.F);
     return f;
   }
   KOKKOS_FORCEINLINE_FUNCTION void load_step(const Team& t, const Sources& from,
@@ -109,8 +110,8 @@ struct DownKernel
         ld, base::stage(t.hs, b, BM), w.rows, depth,
         [&](int r) { return h0 + std::int64_t(r) * F + k0; }, aligned, first_use);
     base::template load_weights<BN>(ld, base::stage(t.ds, base::weight_buffer(b), BN),
-                                    base::staged_stage(t.staged, b, BN), from.down, cols, k0,
-                                    depth, aligned, first_use);
+                                    base::staged_stage(t.staged, b, BN), from.down, cols, k0, depth,
+                                    aligned, first_use);
   }
   // Staged weights of the step at k0 into stage b (base::stages_weights).
   KOKKOS_FORCEINLINE_FUNCTION void convert_step(const Team& t, const Sources& from,
@@ -123,8 +124,7 @@ struct DownKernel
   }
   KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b,
                                                    Accumulators& a) {
-    frag::mma_nt(m, base::stage(t.hs, b, BM), base::stage(t.ds, base::weight_buffer(b), BN),
-                 a.acc);
+    frag::mma_nt(m, base::stage(t.hs, b, BM), base::stage(t.ds, base::weight_buffer(b), BN), a.acc);
   }
   KOKKOS_FORCEINLINE_FUNCTION static void zero(const member& m, Accumulators& a) {
     frag::zero(m, a.acc);

@@ -67,10 +67,10 @@ struct GateUpKernel
   Kokkos::View<const token**, Kokkos::LayoutRight, memory_space> x;       // [T, H]
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> gate;  // [E, F, H]
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> up;    // [E, F, H]
-  scales gate_scale, up_scale;  // block-scaled Scalar only (Weights)
+  scales gate_scale, up_scale;                                 // block-scaled Scalar only (Weights)
   Kokkos::View<token**, Kokkos::LayoutRight, memory_space> h;  // [rows, F]
-  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> partial;       // [splits * A, 2F]
-  int assignments;                                                        // A = T * k
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> partial;  // [splits * A, 2F]
+  int assignments;                                                   // A = T * k
 
   static std::size_t scratch_bytes() {
     return frag::operand_bytes(S * BM) + frag::operand_bytes(base::weight_buffers * 2 * BN) +
@@ -114,8 +114,8 @@ struct GateUpKernel
                                            const typename base::Loader& ld) const {
     if (!this->bulk_kernel()) fill_tile_tokens(t.tokens, w, ld);
     if constexpr (base::stages_weights) {
-      base::load_scales(ld, t.scales, WeightRows<Scalar>::of(gate, gate_scale, w.expert, w.first_col),
-                        w);
+      base::load_scales(ld, t.scales,
+                        WeightRows<Scalar>::of(gate, gate_scale, w.expert, w.first_col), w);
       base::load_scales(ld, t.scales + base::item_scales,
                         WeightRows<Scalar>::of(up, up_scale, w.expert, w.first_col), w);
     }

@@ -79,8 +79,8 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   // Whether block-scaled weights go through staging tiles (see
   // OperandLoader::load_staged): where the fragment asks for it (its copies
   // asynchronous, room in scratch) and loads run ahead of the multiplies.
-  static constexpr bool stages_weights =
-      is_block_scaled<Scalar>::value && stages_block_scaled<Frag>::value && L >= 1;
+  static constexpr bool stages_weights = is_block_scaled<Scalar>::value &&
+                                         stages_block_scaled<Frag>::value && L >= 1;
   // Operand tiles of weights: S, or 2 where staged (converted a step at a
   // time, the one of step c in tile c % 2: with S even, b % 2 of stage b).
   static constexpr int weight_buffers = stages_weights ? 2 : S;
@@ -97,9 +97,9 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
     return stages_weights ? S * weight_loader::staged_bytes(rows) + 16 : 0;
   }
   KOKKOS_INLINE_FUNCTION static std::uint8_t* staged(const member& m, int rows) {
-    return stages_weights ? static_cast<std::uint8_t*>(
-                                m.team_scratch(0).get_shmem_aligned(S * rows * BK, 16))
-                          : nullptr;
+    return stages_weights
+               ? static_cast<std::uint8_t*>(m.team_scratch(0).get_shmem_aligned(S * rows * BK, 16))
+               : nullptr;
   }
 
   // A weight tile: rows [0, rows) of `from` (Height at most), columns
@@ -126,9 +126,10 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
     return stages_weights ? tiles * item_scales * sizeof(float) + 16 : 0;
   }
   KOKKOS_INLINE_FUNCTION static float* scales(const member& m, int tiles) {
-    return stages_weights ? static_cast<float*>(m.team_scratch(0).get_shmem_aligned(
-                                tiles * item_scales * sizeof(float), 16))
-                          : nullptr;
+    return stages_weights
+               ? static_cast<float*>(
+                     m.team_scratch(0).get_shmem_aligned(tiles * item_scales * sizeof(float), 16))
+               : nullptr;
   }
   KOKKOS_INLINE_FUNCTION static void load_scales(const Loader& ld, float* to,
                                                  const WeightRows<Scalar>& from, const Work& w) {
@@ -143,12 +144,9 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   // (its scale from `scales`, load_scales', or where the item has more
   // blocks, from global memory).
   template <int Height>
-  KOKKOS_FORCEINLINE_FUNCTION static void convert_weights(const Loader& ld, const tile& t,
-                                                          const std::uint8_t* staged,
-                                                          const float* scales,
-                                                          const WeightRows<Scalar>& from,
-                                                          const Work& w, int rows, int k0,
-                                                          int depth, bool aligned) {
+  KOKKOS_FORCEINLINE_FUNCTION static void convert_weights(
+      const Loader& ld, const tile& t, const std::uint8_t* staged, const float* scales,
+      const WeightRows<Scalar>& from, const Work& w, int rows, int k0, int depth, bool aligned) {
     if constexpr (stages_weights) {
       const int i = k0 / weight_block - w.k_begin / weight_block;
       weight_loader::template convert_staged<Height>(

@@ -64,11 +64,12 @@ struct OperandLoader {
                                                                    : frag::team_threads;
 
   static constexpr bool dequantizes = is_block_scaled<Scalar>::value;
-  static constexpr int V = (dequantizes || (std::is_same<typename frag::operand_type, Scalar>::value &&
-                                            frag::k_contiguous)) &&
-                                   (BK * sizeof(Scalar)) % 16 == 0
-                               ? 16 / sizeof(Scalar)
-                               : 1;
+  static constexpr int V =
+      (dequantizes ||
+       (std::is_same<typename frag::operand_type, Scalar>::value && frag::k_contiguous)) &&
+              (BK * sizeof(Scalar)) % 16 == 0
+          ? 16 / sizeof(Scalar)
+          : 1;
   static constexpr int C = BK / V;
 
   // One 16-byte chunk of source row `src` to elements [c, c + V) of tile
@@ -136,11 +137,10 @@ struct OperandLoader {
                                  : (rows < t.extent_int(0) ? rows : t.extent_int(0));
     const int threads = ld.threads, rank = ld.rank;
     // 16-byte copies need 16-byte aligned destinations too.
-    const bool vector =
-        V > 1 && aligned &&
-        (dequantizes ||
-         ((frag::operand_stride * sizeof(typename frag::operand_type)) % 16 == 0 &&
-          reinterpret_cast<std::uintptr_t>(t.data()) % 16 == 0));
+    const bool vector = V > 1 && aligned &&
+                        (dequantizes ||
+                         ((frag::operand_stride * sizeof(typename frag::operand_type)) % 16 == 0 &&
+                          reinterpret_cast<std::uintptr_t>(t.data()) % 16 == 0));
     const auto chunk = [&](int r, int c) {
       if (vector && r < rows && c + V <= cols) copy_chunk(t, r, c, row_at(r) + c);
       else convert<V>(t, r, c, rows, cols, row_at);
@@ -238,7 +238,8 @@ struct OperandLoader {
                                                          bool aligned, float scale) {
     static_assert(weight_block % BK == 0 && weight_block % Height == 0,
                   "a staged tile lies in one scale block");
-    if (!stages_full<Height>(aligned, rows, cols)) return load(ld, t, rows, cols, row_at, aligned, true);
+    if (!stages_full<Height>(aligned, rows, cols))
+      return load(ld, t, rows, cols, row_at, aligned, true);
     constexpr int full = has_full_load<Height>() ? Height : P;
     const int rank = ld.rank, c = (rank % C) * V, r0 = rank / C;
     // One block: the tile's rows and this step share its scale.

@@ -16,8 +16,8 @@ namespace Impl {
 
 template <class Scalar>
 struct BlockScaledRow {
-  const Scalar* p;       // the row's element at column col
-  const float* scales;   // the scales of the row's block row, by column block
+  const Scalar* p;      // the row's element at column col
+  const float* scales;  // the scales of the row's block row, by column block
   int col;
 
   KOKKOS_INLINE_FUNCTION BlockScaledRow operator+(int c) const {

@@ -57,8 +57,7 @@ void check_extents(const View& v, std::initializer_list<std::int64_t> want, cons
 // Block-scaled weights: every scale finite and no element a NaN code (bad
 // weights fail here, once, rather than as NaN outputs).
 template <class Space, class Tensor, class Scales>
-void check_block_scaled(const Space& exec, const Tensor& t, const Scales& scale,
-                        const char* name) {
+void check_block_scaled(const Space& exec, const Tensor& t, const Scales& scale, const char* name) {
   using range = Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>;
   const std::int64_t R = t.extent(1), C = t.extent(2);
   std::int64_t bad_values = 0, bad_scales = 0;

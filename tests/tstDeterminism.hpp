@@ -96,12 +96,14 @@ TYPED_TEST(DETERMINISM_SUITE, RunToRunIsBitwise) {
         for (int run = 0; run < 3; ++run) {
           Kokkos::deep_copy(p.out, token_type_t<Scalar>(0.5f));
           forward(layer, p, s.T);
-          EXPECT_EQ(differing_values<token_type_t<Scalar>>(first, row_bytes(p.out, 0, s.T)), 0) << "run " << run;
+          EXPECT_EQ(differing_values<token_type_t<Scalar>>(first, row_bytes(p.out, 0, s.T)), 0)
+              << "run " << run;
         }
         Layer<Space, Scalar> other(p.config, p.weights);
         Kokkos::deep_copy(p.out, token_type_t<Scalar>(0.5f));
         forward(other, p, s.T);
-        EXPECT_EQ(differing_values<token_type_t<Scalar>>(first, row_bytes(p.out, 0, s.T)), 0) << "other layer";
+        EXPECT_EQ(differing_values<token_type_t<Scalar>>(first, row_bytes(p.out, 0, s.T)), 0)
+            << "other layer";
       }
     }
   }

@@ -168,7 +168,8 @@ TEST(QUANTIZE_SUITE, LayerRefusesBadBlockScaledWeights) {
 // conversion), and deep (H = 1664: decode splits K).
 TEST(QUANTIZE_SUITE, LayerMatchesReferenceAcrossBlocks) {
   const std::int64_t max_tokens = 150;
-  for (const auto& hf : {std::pair<std::int64_t, std::int64_t>{300, 200}, {320, 192}, {1664, 144}}) {
+  for (const auto& hf :
+       {std::pair<std::int64_t, std::int64_t>{300, 200}, {320, 192}, {1664, 144}}) {
     SCOPED_TRACE("H = " + std::to_string(hf.first) + ", F = " + std::to_string(hf.second));
     Problem<Space, float8_e4m3> p(3, 2, hf.first, hf.second, max_tokens);
     p.weights = quantize_fp8(uneven_weights(p.config));
@@ -177,8 +178,8 @@ TEST(QUANTIZE_SUITE, LayerMatchesReferenceAcrossBlocks) {
       for (const bool one_expert : {false, true}) {
         if (one_expert && T == 0) continue;
         SCOPED_TRACE("T = " + std::to_string(T) + (one_expert ? ", all on experts 1 and 2" : ""));
-        p.set_routing(random_routing(max_tokens, 2,
-                                     one_expert ? std::vector<int>{1, 2} : first_experts(3), T + 5));
+        p.set_routing(random_routing(
+            max_tokens, 2, one_expert ? std::vector<int>{1, 2} : first_experts(3), T + 5));
         layer.forward(p.x, p.ids, p.routing_weights, p.out, T);
         EXPECT_LT(p.error(T), reference_tolerance<float8_e4m3>());
       }

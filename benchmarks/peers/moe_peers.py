@@ -116,24 +116,34 @@ def emit(result, path):
     print(text)
 
 
-def grouped_layer(x, ids, w, gate_up, down, E):
-    """One MoE expert layer with torch._grouped_mm; no host synchronisation."""
+def sort_by_expert(ids, E):
+    """(order, offs, token): the assignments sorted by expert, the groups'
+    cumulative row counts (int32) and the token of each sorted row."""
     T, k = ids.shape
     flat = ids.reshape(-1)
     order = torch.argsort(flat, stable=True)
-    counts = torch.zeros(E, dtype=torch.int32, device=x.device).index_add_(
+    counts = torch.zeros(E, dtype=torch.int32, device=ids.device).index_add_(
         0, flat, torch.ones_like(flat, dtype=torch.int32))
-    offs = torch.cumsum(counts, 0, dtype=torch.int32)
-    token = order // k
+    return order, torch.cumsum(counts, 0, dtype=torch.int32), order // k
+
+
+def combine(x, y, w, order, token):
+    """out[t] = sum of w times the expert outputs y of token t's rows."""
+    y = y * w.reshape(-1).index_select(0, order).unsqueeze(1).to(y.dtype)
+    out = torch.zeros_like(x, dtype=torch.float32)
+    out.index_add_(0, token, y.float())
+    return out.to(x.dtype)
+
+
+def grouped_layer(x, ids, w, gate_up, down, E):
+    """One MoE expert layer with torch._grouped_mm; no host synchronisation."""
+    order, offs, token = sort_by_expert(ids, E)
     xs = x.index_select(0, token)
     gu = torch._grouped_mm(xs, gate_up.transpose(1, 2), offs=offs)
     F = down.shape[2]
     h = torch.nn.functional.silu(gu[:, :F]) * gu[:, F:]
     y = torch._grouped_mm(h, down.transpose(1, 2), offs=offs)
-    y = y * w.reshape(-1).index_select(0, order).unsqueeze(1).to(y.dtype)
-    out = torch.zeros_like(x, dtype=torch.float32)
-    out.index_add_(0, token, y.float())
-    return out.to(x.dtype)
+    return combine(x, y, w, order, token)
 
 
 def quantize_rows(a):
@@ -146,13 +156,7 @@ def scaled_grouped_layer(x, ids, w, gate_up_q, gate_up_s, down_q, down_s, E):
     """The layer of grouped_layer with e4m3 operands: activations quantised
     per row on the fly, weights per output row (gate_up_q [E, 2F, H] with
     gate_up_s [E, 2F], down_q [E, H, F] with down_s [E, H])."""
-    T, k = ids.shape
-    flat = ids.reshape(-1)
-    order = torch.argsort(flat, stable=True)
-    counts = torch.zeros(E, dtype=torch.int32, device=x.device).index_add_(
-        0, flat, torch.ones_like(flat, dtype=torch.int32))
-    offs = torch.cumsum(counts, 0, dtype=torch.int32)
-    token = order // k
+    order, offs, token = sort_by_expert(ids, E)
     xq, xs = quantize_rows(x.index_select(0, token))
     gu = torch._scaled_grouped_mm(xq, gate_up_q.transpose(1, 2), xs, gate_up_s, offs=offs,
                                   out_dtype=torch.bfloat16)
@@ -160,10 +164,7 @@ def scaled_grouped_layer(x, ids, w, gate_up_q, gate_up_s, down_q, down_s, E):
     hq, hs = quantize_rows(torch.nn.functional.silu(gu[:, :F]) * gu[:, F:])
     y = torch._scaled_grouped_mm(hq, down_q.transpose(1, 2), hs, down_s, offs=offs,
                                  out_dtype=torch.bfloat16)
-    y = y * w.reshape(-1).index_select(0, order).unsqueeze(1).to(y.dtype)
-    out = torch.zeros_like(x, dtype=torch.float32)
-    out.index_add_(0, token, y.float())
-    return out.to(x.dtype)
+    return combine(x, y, w, order, token)
 
 
 def quantize_weight_rows(wt):

@@ -28,7 +28,8 @@ std::int64_t first_non_finite(const Tensor& t) {
   const std::int64_t R = t.extent(1), C = t.extent(2), n = value_count(t);
   std::int64_t first = std::numeric_limits<std::int64_t>::max();
   Kokkos::parallel_reduce(
-      "KokkosMoE::quantize::check", Kokkos::RangePolicy<exec, Kokkos::IndexType<std::int64_t>>(0, n),
+      "KokkosMoE::quantize::check",
+      Kokkos::RangePolicy<exec, Kokkos::IndexType<std::int64_t>>(0, n),
       KOKKOS_LAMBDA(std::int64_t i, std::int64_t & m) {
         const float v = to_float(t(i / (R * C), (i / C) % R, i % C));
         if ((float_bits(v) & 0x7f800000u) == 0x7f800000u && i < m) m = i;
@@ -69,10 +70,10 @@ void quantize_blocks(const Tensor& t, const Quantized& q, const Scales& scale,
             Kokkos::Max<float>(amax));
         // (At least the smallest normal float: amax / 448 of a block of
         // subnormals would flush to zero on some devices.)
-        const float s = amax > 0 ? (amax / float8_e4m3::max > 1.17549435e-38f
-                                        ? amax / float8_e4m3::max
-                                        : 1.17549435e-38f)
-                                 : 1.0f;
+        const float s = amax > 0
+                            ? (amax / float8_e4m3::max > 1.17549435e-38f ? amax / float8_e4m3::max
+                                                                         : 1.17549435e-38f)
+                            : 1.0f;
         Kokkos::parallel_for(Kokkos::TeamThreadRange(m, rows * cols), [&](int i) {
           const int r = r0 + i / cols, c = c0 + i % cols;
           q(e, r, c) = float8_e4m3(to_float(t(e, r, c)) / s);
@@ -94,6 +95,19 @@ void dequantize_blocks(const Quantized& q, const Scales& scale, const Tensor& ou
       });
 }
 
+// The configuration whose Weights::allocate gives tensors of gate's
+// experts and sizes (E, F, H from gate [E, F, H]).
+template <class Tensor>
+Config expert_shape(const Tensor& gate) {
+  Config c;
+  c.num_experts = int(gate.extent(0));
+  c.ffn_size = std::int64_t(gate.extent(1));
+  c.hidden_size = std::int64_t(gate.extent(2));
+  c.max_tokens = 1;
+  c.top_k = 1;
+  return c;
+}
+
 }  // namespace Impl
 
 // e4m3 weights with per-block scales from float, fp16 or bf16 ones (the
@@ -102,12 +116,7 @@ void dequantize_blocks(const Quantized& q, const Scales& scale, const Tensor& ou
 template <class Scalar, class MemorySpace>
 Weights<float8_e4m3, MemorySpace> quantize_fp8(const Weights<Scalar, MemorySpace>& w) {
   static_assert(!is_block_scaled<Scalar>::value, "the weights are quantised already");
-  Config c;
-  c.num_experts = int(w.gate.extent(0));
-  c.ffn_size = w.gate.extent(1);
-  c.hidden_size = w.gate.extent(2);
-  c.max_tokens = 1;
-  c.top_k = 1;
+  const Config c = Impl::expert_shape(w.gate);
   if (w.up.extent(0) != w.gate.extent(0) || w.up.extent(1) != w.gate.extent(1) ||
       w.up.extent(2) != w.gate.extent(2) || w.down.extent(0) != w.gate.extent(0) ||
       w.down.extent(1) != w.gate.extent(2) || w.down.extent(2) != w.gate.extent(1))
@@ -126,13 +135,7 @@ Weights<float8_e4m3, MemorySpace> quantize_fp8(const Weights<Scalar, MemorySpace
 // The values e4m3 weights stand for, in float (what the layer multiplies).
 template <class MemorySpace>
 Weights<float, MemorySpace> dequantize(const Weights<float8_e4m3, MemorySpace>& q) {
-  Config c;
-  c.num_experts = int(q.gate.extent(0));
-  c.ffn_size = q.gate.extent(1);
-  c.hidden_size = q.gate.extent(2);
-  c.max_tokens = 1;
-  c.top_k = 1;
-  auto w = Weights<float, MemorySpace>::allocate(c);
+  auto w = Weights<float, MemorySpace>::allocate(Impl::expert_shape(q.gate));
   w.router = q.router;
   w.bias = q.bias;
   Impl::dequantize_blocks(q.gate, q.gate_scale, w.gate);

@@ -187,7 +187,7 @@ struct ScalarTraits<bfloat16> {
 template <>
 struct ScalarTraits<float8_e4m3> {
   static constexpr const char* name = "fp8";
-  static constexpr double epsilon = 7.8125e-03;         // 2^-7 (bf16)
+  static constexpr double epsilon = 7.8125e-03;       // 2^-7 (bf16)
   static constexpr double weight_epsilon = 1.25e-01;  // 2^-3 (e4m3)
 };
 

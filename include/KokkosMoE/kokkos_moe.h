@@ -96,17 +96,17 @@ kmoe_status kmoe_layer_create(const kmoe_config* config, const float* router, co
  * its elements value / scale rounded to nearest even. A non-finite weight is
  * KMOE_ERROR_INVALID_ARGUMENT, naming it. For gate and up count = E, rows = F,
  * cols = H; for down rows = H, cols = F. */
-kmoe_status kmoe_quantize_fp8(int64_t count, int64_t rows, int64_t cols, const float* w,
-                              uint8_t* q, float* scales);
+kmoe_status kmoe_quantize_fp8(int64_t count, int64_t rows, int64_t cols, const float* w, uint8_t* q,
+                              float* scales);
 /* A layer with e4m3 expert weights (config->dtype KMOE_FP8): gate, up
  * [E*F*H] and down [E*H*F] as e4m3 bytes with their block scales
  * gate_scale, up_scale [E, ceil(F/128), ceil(H/128)] and down_scale
  * [E, ceil(H/128), ceil(F/128)] (kmoe_quantize_fp8's); router and bias as
  * for kmoe_layer_create. x and out of its forwards are bf16. NaN codes and
  * non-finite scales are refused. */
-kmoe_status kmoe_layer_create_fp8(const kmoe_config* config, const float* router,
-                                  const float* bias, const uint8_t* gate, const float* gate_scale,
-                                  const uint8_t* up, const float* up_scale, const uint8_t* down,
+kmoe_status kmoe_layer_create_fp8(const kmoe_config* config, const float* router, const float* bias,
+                                  const uint8_t* gate, const float* gate_scale, const uint8_t* up,
+                                  const float* up_scale, const uint8_t* down,
                                   const float* down_scale, kmoe_layer** layer);
 /* Frees the layer: its Kokkos memory (weights, buffers) and its handle.
  * NULL is ignored; the handle is invalid afterwards (set it to NULL: a

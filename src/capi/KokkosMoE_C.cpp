@@ -336,8 +336,8 @@ kmoe_status kmoe_layer_create(const kmoe_config* config, const float* router, co
   });
 }
 
-kmoe_status kmoe_quantize_fp8(int64_t count, int64_t rows, int64_t cols, const float* w,
-                              uint8_t* q, float* scales) {
+kmoe_status kmoe_quantize_fp8(int64_t count, int64_t rows, int64_t cols, const float* w, uint8_t* q,
+                              float* scales) {
   if (!Kokkos::is_initialized())
     return fail(KMOE_ERROR_NOT_INITIALIZED, "kmoe_quantize_fp8: Kokkos is not initialized");
   return guarded([&] {
@@ -360,9 +360,9 @@ kmoe_status kmoe_quantize_fp8(int64_t count, int64_t rows, int64_t cols, const f
   });
 }
 
-kmoe_status kmoe_layer_create_fp8(const kmoe_config* config, const float* router,
-                                  const float* bias, const uint8_t* gate, const float* gate_scale,
-                                  const uint8_t* up, const float* up_scale, const uint8_t* down,
+kmoe_status kmoe_layer_create_fp8(const kmoe_config* config, const float* router, const float* bias,
+                                  const uint8_t* gate, const float* gate_scale, const uint8_t* up,
+                                  const float* up_scale, const uint8_t* down,
                                   const float* down_scale, kmoe_layer** layer) {
   if (config == nullptr || layer == nullptr)
     return fail(KMOE_ERROR_INVALID_ARGUMENT,

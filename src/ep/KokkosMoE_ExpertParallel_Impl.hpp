@@ -67,8 +67,8 @@ class ExpertParallelPhase {
 // The storage type, as a number compared across ranks.
 template <class Scalar>
 constexpr int storage_code() {
-  return std::is_same<Scalar, float>::value     ? 1
-         : std::is_same<Scalar, float16>::value ? 2
+  return std::is_same<Scalar, float>::value      ? 1
+         : std::is_same<Scalar, float16>::value  ? 2
          : std::is_same<Scalar, bfloat16>::value ? 3
                                                  : 4;
 }
@@ -380,9 +380,10 @@ void ExpertParallelLayer<ExecutionSpace, Scalar>::forward(const const_tokens_vie
     Impl::ExpertParallelPhase<ExecutionSpace> phase(exec_, "KokkosMoE::ep::route", times_.route);
     if (error.empty())
       Impl::route_tokens<ExecutionSpace, token_type>(exec_, config_,
-                                                 {router_.router, router_.bias, router_.logits,
-                                                  router_.x_float, router_.ids, router_.weights},
-                                                 x, num_tokens);
+                                                     {router_.router, router_.bias, router_.logits,
+                                                      router_.x_float, router_.ids,
+                                                      router_.weights},
+                                                     x, num_tokens);
   }
   // The router's ids are valid by construction: no check.
   exchange_and_compute(x, router_.ids, router_.weights, out, num_tokens, error, false);
@@ -489,8 +490,8 @@ void ExpertParallelLayer<ExecutionSpace, Scalar>::exchange_and_compute(
     Phase phase(exec_, "KokkosMoE::ep::combine", times_.combine);
     if (n > 0)
       Kokkos::parallel_for("KokkosMoE::ep::combine", range(exec_, 0, n * H),
-                           Impl::CombineRows<ExecutionSpace, token_type>{send_rows_, slot_,
-                                                                     routing_weights, out, H, k});
+                           Impl::CombineRows<ExecutionSpace, token_type>{
+                               send_rows_, slot_, routing_weights, out, H, k});
   }
 
   const std::int64_t own = send_counts_[std::size_t(me)];  // == recv_counts_[me]
