@@ -491,7 +491,8 @@ void errors() {
             r.make(blocks);
           }
         },
-        "the storage type (1 fp32, 2 fp16, 3 bf16, 4 fp8) differs between ranks (1 on some, 3 on others)");
+        "the storage type (1 fp32, 2 fp16, 3 bf16, 4 fp8) differs between ranks (1 on some, 3 on "
+        "others)");
 
     g_test = "the placement differs on the last rank";
     expect_thrown_everywhere<std::invalid_argument>(
