@@ -27,6 +27,9 @@
 #ifdef __linux__
 #include <sched.h>
 #endif
+#if defined(__AVX512F__) || (defined(__AVX__) && defined(__FMA__))
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
@@ -75,6 +78,9 @@ double median_seconds(int runs, const F& once) {
 struct Ceilings {
   double copy_bytes_per_s = 0;
   double sgemm_flops_per_s = 0;  // 0 without CBLAS: the floor is then the bytes' alone
+  // The cores' multiply-add peak (not in the floor: a BLAS built for an
+  // older instruction set runs below it, and the layer may beat the BLAS).
+  double fma_flops_per_s = 0;
 };
 Ceilings ceilings;
 
@@ -171,12 +177,67 @@ void set_blas_threads(int n) {
 }
 #endif  // KMOE_HOST_BENCH_CBLAS
 
+// The multiply-add peak of the host threads: each runs independent chains
+// of vector multiply-adds in registers (12 chains cover a latency of up to
+// 6 cycles at two a cycle), in the build's instruction set, for about 0.1 s.
+#if defined(__AVX512F__)
+using fma_vector = __m512;
+inline fma_vector splat(float v) { return _mm512_set1_ps(v); }
+inline fma_vector multiply_add(fma_vector a, fma_vector b, fma_vector c) {
+  return _mm512_fmadd_ps(a, b, c);
+}
+#elif defined(__AVX__) && defined(__FMA__)
+using fma_vector = __m256;
+inline fma_vector splat(float v) { return _mm256_set1_ps(v); }
+inline fma_vector multiply_add(fma_vector a, fma_vector b, fma_vector c) {
+  return _mm256_fmadd_ps(a, b, c);
+}
+#else
+using fma_vector = float __attribute__((vector_size(16)));
+inline fma_vector splat(float v) { return fma_vector{v, v, v, v}; }
+// Two operations where the instruction set has no multiply-add.
+inline fma_vector multiply_add(fma_vector a, fma_vector b, fma_vector c) { return a * b + c; }
+#endif
+constexpr int fma_lanes = sizeof(fma_vector) / sizeof(float);
+
+double measure_fma_peak() {
+  constexpr int chains = 12;
+  constexpr std::int64_t rounds = 1 << 21;
+  const int n = host_threads();
+  const auto once = [&] {
+    Kokkos::View<float*, Memory> sink("fma_sink", n);
+    Kokkos::Timer timer;
+    Kokkos::parallel_for(
+        "host_fma_peak", Kokkos::RangePolicy<Space, Kokkos::Schedule<Kokkos::Static>>(0, n),
+        KOKKOS_LAMBDA(int t) {
+          fma_vector acc[chains];
+          const fma_vector scale = splat(0.999999f), step = splat(1e-7f);
+          for (int i = 0; i < chains; ++i) acc[i] = splat(float(t + i));
+          for (std::int64_t r = 0; r < rounds; ++r)
+            for (int i = 0; i < chains; ++i) acc[i] = multiply_add(acc[i], scale, step);
+          float total = 0;
+          for (int i = 0; i < chains; ++i) {
+            float lane[fma_lanes];
+            std::memcpy(lane, &acc[i], sizeof lane);
+            for (int l = 0; l < fma_lanes; ++l) total += lane[l];
+          }
+          sink(t) = total;  // the chains are used: not optimised away
+        });
+    Space().fence();
+    return timer.seconds();
+  };
+  once();
+  const double flops = 2.0 * fma_lanes * chains * double(rounds) * n;
+  return flops / median_seconds(5, once);
+}
+
 Ceilings measure_ceilings() {
   Ceilings c;
   c.copy_bytes_per_s = measure_copy_bandwidth();
 #ifdef KMOE_HOST_BENCH_CBLAS
   c.sgemm_flops_per_s = measure_sgemm_rate();
 #endif
+  c.fma_flops_per_s = measure_fma_peak();
   return c;
 }
 
@@ -489,6 +550,7 @@ void report_floor(benchmark::State& state, const Point& p, const Traffic& t, dou
   c["floor_ms"] = floor_s * 1e3;
   c["fraction_of_floor"] = floor_s / seconds;
   c["gflops"] = flops / seconds / 1e9;
+  c["fraction_of_fma_peak"] = flops / seconds / ceilings.fma_flops_per_s;
 }
 
 template <class Scalar>
@@ -594,6 +656,7 @@ void add_context(const std::string& command) {
   benchmark::AddCustomContext("kokkos_threads", std::to_string(host_threads()));
   benchmark::AddCustomContext("floor_copy_gbps", number(ceilings.copy_bytes_per_s / 1e9));
   benchmark::AddCustomContext("floor_sgemm_gflops", number(ceilings.sgemm_flops_per_s / 1e9));
+  benchmark::AddCustomContext("fma_peak_gflops", number(ceilings.fma_flops_per_s / 1e9));
   benchmark::AddCustomContext("cpu", cpu_model());
   benchmark::AddCustomContext("build_flags", build_flags());
   benchmark::AddCustomContext("blas", blas_name());
@@ -611,8 +674,10 @@ int main(int argc, char** argv) {
 #endif
     ceilings = measure_ceilings();
     std::fprintf(stderr,
-                 "host threads %d: copy %.1f GB/s, sgemm %.1f GFLOP/s (the floors' ceilings)\n",
-                 host_threads(), ceilings.copy_bytes_per_s / 1e9, ceilings.sgemm_flops_per_s / 1e9);
+                 "host threads %d: copy %.1f GB/s, sgemm %.1f GFLOP/s (the floors' ceilings), "
+                 "multiply-add peak %.1f GFLOP/s\n",
+                 host_threads(), ceilings.copy_bytes_per_s / 1e9, ceilings.sgemm_flops_per_s / 1e9,
+                 ceilings.fma_flops_per_s / 1e9);
     register_all();
     add_context(command);
     benchmark::Initialize(&argc, argv);

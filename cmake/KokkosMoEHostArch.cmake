@@ -4,8 +4,9 @@
 # compile allows, so this decides its speed.
 #
 #   KokkosMoE_HOST_ARCH   native (default): this machine's, resolved to its
-#                         name with GCC (e.g. rocketlake) so that a compile
-#                         cache shared across machines keys on it; kokkos:
+#                         name with GCC (e.g. rocketlake) and the features
+#                         that name lacks, so that a compile cache shared
+#                         across machines keys on it; kokkos:
 #                         what Kokkos' own host arch option gives (Kokkos_ARCH_*,
 #                         nothing more from here); baseline: the compiler's
 #                         default (x86-64: SSE2); any other value: -march=VALUE.
@@ -19,6 +20,18 @@
 set(KokkosMoE_HOST_ARCH "native" CACHE STRING
   "Host instruction set: native, kokkos (Kokkos' host arch), baseline, or a -march value")
 set(KOKKOSMOE_HOST_FLAGS "")
+set(_extra "")
+# The instruction-set options GCC's -Q --help=target lists as enabled
+# (-mavx512f [enabled] -> avx512f), in <out>.
+function(kokkosmoe_enabled_features out text)
+  string(REGEX MATCHALL "\n[ \t]+-m[a-z0-9.-]+[ \t]+\\[enabled\\]" _lines "${text}")
+  set(_features "")
+  foreach(_line IN LISTS _lines)
+    string(REGEX REPLACE "^[\n \t]+-m([a-z0-9.-]+).*$" "\\1" _f "${_line}")
+    list(APPEND _features ${_f})
+  endforeach()
+  set(${out} ${_features} PARENT_SCOPE)
+endfunction()
 if(NOT "CUDA" IN_LIST Kokkos_DEVICES AND NOT "HIP" IN_LIST Kokkos_DEVICES)
   set(_arch "${KokkosMoE_HOST_ARCH}")
   if(_arch STREQUAL "native" AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
@@ -26,10 +39,28 @@ if(NOT "CUDA" IN_LIST Kokkos_DEVICES AND NOT "HIP" IN_LIST Kokkos_DEVICES)
       OUTPUT_VARIABLE _targets ERROR_QUIET)
     if(_targets MATCHES "-march=[ \t]+([a-z0-9_-]+)")
       set(_arch "${CMAKE_MATCH_1}")
+      # A compiler older than the CPU names the nearest CPU it knows (GCC 12
+      # on Zen 4: znver3, without AVX-512): the features native has and that
+      # name lacks, or the reverse, are added as -m and -mno- options.
+      execute_process(COMMAND ${CMAKE_CXX_COMPILER} -march=${_arch} -Q --help=target
+        OUTPUT_VARIABLE _named ERROR_QUIET)
+      kokkosmoe_enabled_features(_native_features "${_targets}")
+      kokkosmoe_enabled_features(_named_features "${_named}")
+      set(_extra "")
+      foreach(_f IN LISTS _native_features)
+        if(NOT _f IN_LIST _named_features)
+          list(APPEND _extra -m${_f})
+        endif()
+      endforeach()
+      foreach(_f IN LISTS _named_features)
+        if(NOT _f IN_LIST _native_features)
+          list(APPEND _extra -mno-${_f})
+        endif()
+      endforeach()
     endif()
   endif()
   if(NOT _arch STREQUAL "kokkos" AND NOT _arch STREQUAL "baseline")
-    set(KOKKOSMOE_HOST_FLAGS -march=${_arch})
+    set(KOKKOSMOE_HOST_FLAGS -march=${_arch} ${_extra})
   endif()
   # No fusing of a * b + c into an FMA behind the code's back (GCC does it
   # by default where the instruction set has FMA): kernels that must agree

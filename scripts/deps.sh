@@ -48,8 +48,10 @@ install_debian_packages() {
     gfortran make patch ccache)
   # gfortran: the Fortran module and example (CI checks them against the install).
   case " $* " in *" hip "*) packages+=(hipcc libamdhip64-dev) ;; esac
-  # OpenMPI: the host build's expert-parallel component and its mpiexec tests.
-  case " $* " in *" host "*) packages+=(libopenmpi-dev openmpi-bin) ;; esac
+  # OpenMPI: the host build's expert-parallel component and its mpiexec
+  # tests; OpenBLAS: the host benchmark's CBLAS peer and sgemm rate (the
+  # reference BLAS that other packages pull in is 30-50x slower).
+  case " $* " in *" host "*) packages+=(libopenmpi-dev openmpi-bin libopenblas-dev) ;; esac
   for p in "${packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
   done

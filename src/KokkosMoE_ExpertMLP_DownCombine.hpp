@@ -122,9 +122,15 @@ struct DownKernel
                                        base::staged_stage(t.staged, b, BN), t.scales, from.down, w,
                                        from.cols, k0, depth, from.aligned);
   }
-  KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b,
+  KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t,
+                                                   const Sources& from,
+                                                   const typename base::Work& w,
+                                                   const typename base::Step& step,
                                                    Accumulators& a) {
-    frag::mma_nt(m, base::stage(t.hs, b, BM), base::stage(t.ds, base::weight_buffer(b), BN), a.acc);
+    const tile hs = base::stage(t.hs, step.buffer, BM);
+    if constexpr (base::weights_in_place)
+      frag::mma_nt(m, hs, base::in_place(from.down, step, from.cols, w.rows), a.acc);
+    else frag::mma_nt(m, hs, base::stage(t.ds, base::weight_buffer(step.buffer), BN), a.acc);
   }
   KOKKOS_FORCEINLINE_FUNCTION static void zero(const member& m, Accumulators& a) {
     frag::zero(m, a.acc);

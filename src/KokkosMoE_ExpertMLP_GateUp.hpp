@@ -190,11 +190,21 @@ struct GateUpKernel
                                        t.scales + base::item_scales, from.up, w, cols, k0, depth,
                                        from.aligned);
   }
-  KOKKOS_FORCEINLINE_FUNCTION static void multiply(const member& m, const Team& t, int b,
-                                                   Accumulators& a) {
-    const int wb = base::weight_buffer(b);
-    frag::mma_nt(m, base::stage(t.xs, b, BM), base::stage(t.ws, 2 * wb, BN), a.g,
-                 base::stage(t.ws, 2 * wb + 1, BN), a.u);
+  KOKKOS_FORCEINLINE_FUNCTION void multiply(const member& m, const Team& t, const Sources& from,
+                                            const typename base::Work& w,
+                                            const typename base::Step& step,
+                                            Accumulators& a) const {
+    const tile xs = base::stage(t.xs, step.buffer, BM);
+    if constexpr (base::weights_in_place) {
+      const int F = int(gate.extent(1));
+      const int cols = F - w.first_col < BN ? F - w.first_col : BN;
+      frag::mma_nt(m, xs, base::in_place(from.gate, step, cols, w.rows), a.g,
+                   base::in_place(from.up, step, cols, w.rows), a.u);
+    } else {
+      const int wb = base::weight_buffer(step.buffer);
+      frag::mma_nt(m, xs, base::stage(t.ws, 2 * wb, BN), a.g, base::stage(t.ws, 2 * wb + 1, BN),
+                   a.u);
+    }
   }
   KOKKOS_FORCEINLINE_FUNCTION static void zero(const member& m, Accumulators& a) {
     frag::zero(m, a.g);

@@ -81,9 +81,13 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   // asynchronous, room in scratch) and loads run ahead of the multiplies.
   static constexpr bool stages_weights = is_block_scaled<Scalar>::value &&
                                          stages_block_scaled<Frag>::value && L >= 1;
+  // Whether the fragment multiplies the weights where they lie in memory
+  // (InPlaceWeights) instead of from operand tiles.
+  static constexpr bool weights_in_place = reads_weights_in_place<Frag, Scalar>;
   // Operand tiles of weights: S, or 2 where staged (converted a step at a
-  // time, the one of step c in tile c % 2: with S even, b % 2 of stage b).
-  static constexpr int weight_buffers = stages_weights ? 2 : S;
+  // time, the one of step c in tile c % 2: with S even, b % 2 of stage b),
+  // none where read in place.
+  static constexpr int weight_buffers = weights_in_place ? 0 : stages_weights ? 2 : S;
   static_assert(!stages_weights || S % 2 == 0, "staged weights: an even number of stages");
   // Tensor copies cannot convert: block-scaled weights need fragments
   // whose threads load (the kernels' bulk paths count sizeof(Scalar) bytes).
@@ -113,7 +117,8 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
                                                        bool first_use) {
     const typename weight_loader::Loader wl{ld.rank, ld.threads};
     const auto row_at = [&](int n) { return from.at(n, k0); };
-    if constexpr (stages_weights)
+    if constexpr (weights_in_place) return;
+    else if constexpr (stages_weights)
       weight_loader::template load_staged<Height>(wl, staged, rows, depth, row_at, aligned);
     else weight_loader::template load_tile<Height>(wl, t, rows, depth, row_at, aligned, first_use);
   }
@@ -155,6 +160,19 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
           i < item_scales ? scales[i] : from.at(0, k0).scale());
     }
   }
+  // The K step a multiply takes: its operand tiles' stage, and where it
+  // lies in K (for weights read in place).
+  struct Step {
+    int buffer, k0, depth;
+  };
+  // A weight tile's step as a fragment reading weights in place takes it
+  // (`rows` weight rows, `tokens` rows of the token tile).
+  KOKKOS_INLINE_FUNCTION static InPlaceWeights<Scalar> in_place(const WeightRows<Scalar>& from,
+                                                                const Step& step, int rows,
+                                                                int tokens) {
+    return InPlaceWeights<Scalar>{from.at(0, step.k0), from.ld, rows, step.depth, tokens};
+  }
+
   // Stage b of an S-stage staging area of `rows` rows.
   KOKKOS_INLINE_FUNCTION static std::uint8_t* staged_stage(std::uint8_t* staged, int b, int rows) {
     return staged + std::size_t(b) * rows * BK;
@@ -180,7 +198,7 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   // accumulators `team(m)`, `prepare` (scratch the loads need, by the
   // loaders), `sources` (an item's operand row starts, made once per item),
   // `load_step` (given the barrier its bulk copies complete on, null without
-  // them), `multiply`, `zero`, `finish`, `store`): one work
+  // them), `multiply` (a Step), `zero`, `finish`, `store`): one work
   // item per team with every thread copying and multiplying, or, for a
   // warp-specialised fragment, resident teams over all the items.
   template <class Kernel>
@@ -219,7 +237,8 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
         kernel.load_step(t, from, w, ld, w.k_begin + s * BK, depth_of(w, s), s % S, s < S, nullptr);
       frag::commit_copies();
       if (s < L) continue;
-      kernel.multiply(m, t, (s - L) % S, acc);
+      kernel.multiply(m, t, from, w,
+                      Step{(s - L) % S, w.k_begin + (s - L) * BK, depth_of(w, s - L)}, acc);
     }
     kernel.finish(m, acc);
     kernel.store(m, acc, w);
@@ -269,10 +288,11 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
     const bool plain_writes = !bulk_kernel();
     for (int item = m.league_rank(); work(item, w, depth); item += m.league_size()) {
       kernel.zero(m, acc);
+      const auto from = kernel.sources(w);
       const int steps = steps_of(w);
       for (int s = 0; s < steps; ++s, ++g) {
         pipe.wait_loaded(g, plain_writes);
-        kernel.multiply(m, t, g % S, acc);
+        kernel.multiply(m, t, from, w, Step{g % S, w.k_begin + s * BK, depth_of(w, s)}, acc);
         if (s >= F) pipe.release(g - F, lane);  // its multiplies are done
       }
       kernel.finish(m, acc);

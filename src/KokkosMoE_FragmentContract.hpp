@@ -76,6 +76,15 @@
 //                     elements [c, c + 16) of row r; false: not done here,
 //                     the loader converts element by element
 //
+// Weights read in place (optional, not for block-scaled weights)
+//   static constexpr bool weights_in_place  true: the kernels load no weight
+//                     tiles; mma_nt takes, in place of each b tile, an
+//                     InPlaceWeights<Scalar> (the step's weight rows where
+//                     they lie in memory, how many rows and columns of them
+//                     to read, and how many token rows matter), and
+//                     multiplies from memory (a thread that streams the
+//                     weights itself: the host's decode fragment)
+//
 // Bulk copies (only where producer_threads > 0)
 //   pipeline          a stage pipeline over pipeline::scratch_bytes() of
 //                     8-byte aligned scratch: initialize, wait_free,
@@ -90,6 +99,8 @@
 //                     map of a row-major matrix, or false: 16-byte copies
 #ifndef KOKKOSMOE_FRAGMENTCONTRACT_HPP
 #define KOKKOSMOE_FRAGMENTCONTRACT_HPP
+
+#include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -220,6 +231,29 @@ constexpr bool holds() {
 // Whether F is a matrix fragment for the kernels' Scalar and team Member.
 template <class F, class Scalar, class Member>
 struct is_fragment : std::integral_constant<bool, fragment_contract::holds<F, Scalar, Member>()> {};
+
+// One K step of a weight tile as it lies in memory, for fragments that read
+// weights in place (reads_weights_in_place): rows [0, rows) of `ld`
+// elements, from the step's first column, `depth` columns deep; the tile's
+// other rows and columns are not to be read. `tokens` of the token tile's
+// rows are stored; the products of the others (zero rows) may be skipped.
+template <class Scalar>
+struct InPlaceWeights {
+  const Scalar* first;
+  std::int64_t ld;
+  int rows, depth, tokens;
+};
+
+// Whether Frag reads the weights of Scalar in place (its optional
+// weights_in_place; not block-scaled weights, which the loader dequantises).
+template <class Frag, class = void>
+struct weights_in_place_of : std::false_type {};
+template <class Frag>
+struct weights_in_place_of<Frag, std::void_t<decltype(Frag::weights_in_place)>>
+    : std::integral_constant<bool, Frag::weights_in_place> {};
+template <class Frag, class Scalar>
+constexpr bool reads_weights_in_place = weights_in_place_of<Frag>::value &&
+                                        !is_block_scaled<Scalar>::value;
 
 // The check the kernels apply (ExpertTileKernel): true for a fragment, else
 // compile errors that name the parts of the contract F misses.

@@ -4,7 +4,8 @@
 // whose host spaces keep the portable fragment). A team is one thread, so a
 // fragment is a single-threaded matrix micro-kernel: its accumulators live
 // on the thread's stack (in registers while it multiplies), its operand
-// tiles in team scratch, as float, converted once when loaded.
+// tiles (all but the decode fragment's weights) in team scratch, as float,
+// converted once when loaded.
 //
 // Two shapes:
 //   HostPanelFragment (medium and large tiles: prefill) holds the token tile
@@ -13,10 +14,13 @@
 //     c[n][m..] += b[n][k] * a[k][m..]: one broadcast weight times a vector
 //     of tokens, NB * 32 / lanes independent FMAs per k; the block is loaded
 //     and stored once per K step of 32.
-//   HostDotFragment (small tiles: decode, a few tokens per expert) holds
-//     every tile as in memory, [row][k], and sums dot products over k in
-//     vectors of partial sums, added up once when stored: one FMA per
-//     `lanes` weights and token, so that reading the weights stays the limit.
+//   HostDotFragment (small tiles: decode, up to 8 tokens per expert) holds
+//     the token tile as in memory, [row][k], reads the weights where they lie
+//     in memory (weights_in_place: no copy into scratch; 16-bit weights
+//     widened in registers) and sums dot products over k in vectors of
+//     partial sums, added up once when stored: one FMA per `lanes` weights
+//     and token, only for the tokens the tile holds, so that reading the
+//     weights stays the limit.
 // The token tile's layout is what distinguishes an operand tile of the
 // panel fragment: it has tile_m rows, a weight tile tile_n (never equal).
 #ifndef KOKKOSMOE_HOST_FRAGMENT_HPP
@@ -114,6 +118,12 @@ struct HostFragmentBase {
     Derived::multiply(a, b.data(), acc.v);
     multiply_pairs(a, rest...);
   }
+  template <class Scalar, class Acc, class... Rest>
+  static void multiply_pairs(const float* a, const InPlaceWeights<Scalar>& b, Acc& acc,
+                             Rest&&... rest) {
+    Derived::multiply_in_place(a, b, acc.v);
+    multiply_pairs(a, rest...);
+  }
 
  public:
 };
@@ -189,11 +199,14 @@ struct HostDotFragment
   using base = HostFragmentBase<HostDotFragment, ExecutionSpace, 256>;
   using typename base::tile;
   using vfloat = host_vector::vfloat;
-  static constexpr int tile_m = 4, tile_n = TileN, tile_k = base::tile_k;
+  static constexpr int tile_m = 8, tile_n = TileN, tile_k = base::tile_k;
   static constexpr bool k_contiguous = true;
   static constexpr int lanes = host_vector::lanes;
-  static constexpr int NB = 4;  // columns per register block: 4 x 4 sums
-  static_assert(tile_n % NB == 0 && tile_k % lanes == 0, "whole register blocks");
+  // Columns per register block of M token rows: M x 4 sums up to 4 rows,
+  // M x 2 past (16 sums, M token vectors and the weights in 32 registers).
+  template <int M>
+  static constexpr int block_of = M <= 4 ? 4 : 2;
+  static_assert(tile_n % 4 == 0 && tile_k % lanes == 0, "whole register blocks");
   // Each output's sum as a vector of partial sums over k (lane i: the k
   // that are i modulo lanes), added up once, when stored.
   struct accumulator_type {
@@ -209,28 +222,102 @@ struct HostDotFragment
     return out;
   }
 
+  // Weights are multiplied where they lie (InPlaceWeights): each of a
+  // tile's 16 weight rows streams from memory once, straight into the
+  // multiplies (a copy into scratch first cost a quarter of the rate), and
+  // 16-bit weights widen in registers.
+  static constexpr bool weights_in_place = true;
+
+  // c += a b^T as multiply does, b read in place: the same sums in the same
+  // order (the k past b.depth, zeros in a tile, are left out), over the
+  // b.rows weight rows and the b.tokens token rows that are stored.
+  template <class Scalar>
+  static void multiply_in_place(const float* __restrict a, const InPlaceWeights<Scalar>& b,
+                                vfloat* __restrict c) {
+    static_assert(tile_m == 8, "one case per row count");
+    switch (b.tokens < tile_m ? b.tokens : tile_m) {
+      case 1: return multiply_rows<1>(a, b, c);
+      case 2: return multiply_rows<2>(a, b, c);
+      case 3: return multiply_rows<3>(a, b, c);
+      case 4: return multiply_rows<4>(a, b, c);
+      case 5: return multiply_rows<5>(a, b, c);
+      case 6: return multiply_rows<6>(a, b, c);
+      case 7: return multiply_rows<7>(a, b, c);
+      default: return multiply_rows<8>(a, b, c);
+    }
+  }
+  template <int M, class Scalar>
+  static void multiply_rows(const float* __restrict a, const InPlaceWeights<Scalar>& b,
+                            vfloat* __restrict c) {
+    using namespace host_vector;
+    constexpr int NB = block_of<M>;
+    const int whole = b.depth / lanes * lanes;
+    for (int n0 = 0; n0 < tile_n && n0 < b.rows; n0 += NB) {
+      const Scalar* row[NB];  // rows past b.rows read the last one (never stored)
+#pragma GCC unroll 4
+      for (int j = 0; j < NB; ++j)
+        row[j] = b.first + (n0 + j < b.rows ? n0 + j : b.rows - 1) * b.ld;
+      vfloat sums[M][NB];
+#pragma GCC unroll 8
+      for (int m = 0; m < M; ++m)
+#pragma GCC unroll 4
+        for (int j = 0; j < NB; ++j) sums[m][j] = c[m * tile_n + n0 + j];
+      const auto step = [&](int k, const vfloat(&weights)[NB]) {
+        vfloat tokens[M];
+#pragma GCC unroll 8
+        for (int m = 0; m < M; ++m) tokens[m] = load(a + m * tile_k + k);
+#pragma GCC unroll 8
+        for (int m = 0; m < M; ++m)
+#pragma GCC unroll 4
+          for (int j = 0; j < NB; ++j) sums[m][j] = fma(tokens[m], weights[j], sums[m][j]);
+      };
+      for (int k = 0; k < whole; k += lanes) {
+        vfloat weights[NB];
+#pragma GCC unroll 4
+        for (int j = 0; j < NB; ++j) {
+          weights[j] = widen(row[j] + k);
+          // The next K step's part of the row (the hardware's prefetch alone
+          // left 16-bit weights at half the copy rate).
+          __builtin_prefetch(row[j] + k + tile_k);
+        }
+        step(k, weights);
+      }
+      if (whole < b.depth) {
+        vfloat weights[NB];
+#pragma GCC unroll 4
+        for (int j = 0; j < NB; ++j) weights[j] = widen_first(row[j] + whole, b.depth - whole);
+        step(whole, weights);
+      }
+#pragma GCC unroll 8
+      for (int m = 0; m < M; ++m)
+#pragma GCC unroll 4
+        for (int j = 0; j < NB; ++j) c[m * tile_n + n0 + j] = sums[m][j];
+    }
+  }
+
   // c[m][n] += a[m][k] b[n][k], lane by lane over the k of the tile:
   // a [tile_m][tile_k], b [tile_n][tile_k].
   static void multiply(const float* __restrict a, const float* __restrict b, vfloat* __restrict c) {
     using namespace host_vector;
+    constexpr int NB = block_of<tile_m>;
     for (int n0 = 0; n0 < tile_n; n0 += NB) {
       vfloat sums[tile_m][NB];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int m = 0; m < tile_m; ++m)
 #pragma GCC unroll 4
         for (int j = 0; j < NB; ++j) sums[m][j] = c[m * tile_n + n0 + j];
       for (int k = 0; k < tile_k; k += lanes) {
         vfloat tokens[tile_m], weights[NB];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int m = 0; m < tile_m; ++m) tokens[m] = load(a + m * tile_k + k);
 #pragma GCC unroll 4
         for (int j = 0; j < NB; ++j) weights[j] = load(b + (n0 + j) * tile_k + k);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
         for (int m = 0; m < tile_m; ++m)
 #pragma GCC unroll 4
           for (int j = 0; j < NB; ++j) sums[m][j] = fma(tokens[m], weights[j], sums[m][j]);
       }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int m = 0; m < tile_m; ++m)
 #pragma GCC unroll 4
         for (int j = 0; j < NB; ++j) c[m * tile_n + n0 + j] = sums[m][j];
@@ -257,9 +344,9 @@ struct DefaultDownFragment<
                                   HostPanelFragment<ExecutionSpace, 128>>;
 };
 
-// Tokens per expert below which a batch takes the decode shape: two of its
-// four-row tiles read the weights twice, still less than one panel tile's
-// multiplies of 32 rows cost at that many tokens.
+// Tokens per expert below which a batch takes the decode shape: one tile of
+// eight rows per expert, its weights streamed once (at 32, DeepSeek-V3's
+// 16 rows per expert at 512 tokens took 1.4x as long as in panel tiles).
 template <class ExecutionSpace>
 struct TileCrossovers<ExecutionSpace,
                       std::enable_if_t<Kokkos::SpaceAccessibility<

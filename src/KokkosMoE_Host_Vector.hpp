@@ -8,11 +8,14 @@
 #ifndef KOKKOSMOE_HOST_VECTOR_HPP
 #define KOKKOSMOE_HOST_VECTOR_HPP
 
+#include <KokkosMoE/KokkosMoE_Scalar.hpp>
+
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <utility>
 
-#if defined(__AVX512F__) || (defined(__AVX__) && defined(__FMA__))
+#if defined(__AVX512F__) || (defined(__AVX__) && (defined(__FMA__) || defined(__F16C__)))
 #include <immintrin.h>
 #endif
 
@@ -53,6 +56,46 @@ inline vfloat fma(vfloat a, vfloat b, vfloat acc) {
 #else
   return acc + a * b;
 #endif
+}
+// lanes weights from p, widened to float: float as is; bfloat16 as the
+// upper halves of floats (exact); float16 by the instruction set's
+// conversion where it has one (F16C), else one by one.
+inline vfloat widen(const float* p) { return load(p); }
+inline vfloat widen(const bfloat16* p) {
+#if defined(__AVX512F__)
+  const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  return vfloat(_mm512_castsi512_ps(_mm512_slli_epi32(h, 16)));
+#elif defined(__AVX2__)
+  const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return vfloat(_mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
+#else
+  using half_bits = std::uint16_t __attribute__((vector_size(lanes * sizeof(std::uint16_t))));
+  using float_bits = std::uint32_t __attribute__((vector_size(lanes * sizeof(std::uint32_t))));
+  half_bits h;
+  std::memcpy(&h, p, sizeof h);
+  const float_bits f = __builtin_convertvector(h, float_bits) << 16;
+  vfloat v;
+  std::memcpy(&v, &f, sizeof v);
+  return v;
+#endif
+}
+inline vfloat widen(const float16* p) {
+#if defined(__AVX512F__)
+  return vfloat(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));
+#elif defined(__AVX__) && defined(__F16C__)
+  return vfloat(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+#else
+  vfloat v;
+  for (int i = 0; i < lanes; ++i) v[i] = float16::to_float(p[i].bits);
+  return v;
+#endif
+}
+// The first n < lanes of them, zeros after.
+template <class Scalar>
+inline vfloat widen_first(const Scalar* p, int n) {
+  vfloat v = broadcast(0.0f);
+  for (int i = 0; i < n; ++i) v[i] = to_float(p[i]);
+  return v;
 }
 inline float sum(vfloat v) {
   float s = 0;

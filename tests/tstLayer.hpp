@@ -45,6 +45,9 @@ const Case cases[] = {
     {"off_tile_large", 4, 2, 100, 130, 75, 3},
     {"split_k_decode", 4, 2, 40, 1700, 3, 4},   // few tiles, long F: the down projection splits F
     {"split_k_gate_up", 4, 2, 1700, 40, 3, 4},  // few tiles, long H: gate/up split H
+    // Decode tiles with 1 to 8 and more rows per expert (7 on average), K
+    // and N past the last whole vector and tile.
+    {"decode_tiles_partly_filled", 8, 2, 300, 45, 28, 8},
     // The layer's other tile shapes: 40 and 600 rows per expert.
     {"medium_tiles", 2, 1, 70, 90, 80, 2},
     {"large_tiles", 1, 1, 40, 72, 600, 1},

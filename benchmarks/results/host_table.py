@@ -10,7 +10,8 @@ Each layer benchmark (host/<impl>/<dtype>/<model>/t<tokens>) becomes one
 record per (model, shape, tokens, dtype, threads, impl) in --out (default
 host.json beside this file; records with the same key are replaced): the
 median time, the floor from the ceilings the same run measured (copy
-bandwidth, sgemm rate: the run's context), the fraction of the floor, and
+bandwidth, sgemm rate: the run's context), the fraction of the floor, the
+fraction of the cores' multiply-add peak (measured in the same run), and
 the run's CPU, flags, date, command and commit. The table of the given
 runs goes to stdout.
 """
@@ -46,6 +47,7 @@ def records(run, commit):
     common = {
         "copy_gbps": float(ctx["floor_copy_gbps"]),
         "sgemm_gflops": float(ctx["floor_sgemm_gflops"]),
+        "fma_peak_gflops": float(ctx["fma_peak_gflops"]) if "fma_peak_gflops" in ctx else None,
         "cpu": ctx["cpu"],
         "flags": ctx.get("build_flags") or None,
         "date": ctx["date"][:10],
@@ -75,11 +77,14 @@ def records(run, commit):
             "bytes": b["bytes"],
             "flops": b["flops"],
         }
+        if "fraction_of_fma_peak" in b:
+            rec["fraction_of_fma_peak"] = b["fraction_of_fma_peak"]
         if "rel_err_vs_ours" in b:
             rec["rel_err_vs_ours"] = b["rel_err_vs_ours"]
         rec.update(common)
-        if rec["flags"] is None:
-            del rec["flags"]
+        for k in ("flags", "fma_peak_gflops"):
+            if rec[k] is None:
+                del rec[k]
         rec["label"] = m["label"]
         yield rec
 
@@ -112,9 +117,11 @@ def ceilings_line(run):
     if "host/sgemm_rate" in b:
         again.append(f"{b['host/sgemm_rate']['flops_per_second'] / 1e9:.0f} GFLOP/s")
     measured_again = f" (as benchmarks: {', '.join(again)})" if again else ""
+    peak = (f"; multiply-add peak {float(ctx['fma_peak_gflops']):.0f} GFLOP/s"
+            if "fma_peak_gflops" in ctx else "")
     return (f"- {ctx['kokkos_threads']} thread(s): copy {float(ctx['floor_copy_gbps']):.1f} GB/s, "
             f"sgemm {float(ctx['floor_sgemm_gflops']):.0f} GFLOP/s{measured_again}, "
-            f"{ctx['blas']}; load average at start {ctx['loadavg_at_start'].split()[0]}")
+            f"{ctx['blas']}{peak}; load average at start {ctx['loadavg_at_start'].split()[0]}")
 
 
 def ms(v):
@@ -138,6 +145,7 @@ def table(runs, recs):
     head = ["point", "dtype"]
     for n in threads:
         head += [f"floor ms, {n}t", f"ours, {n}t", f"cblas, {n}t"]
+    head.append(f"ours of FMA peak, {threads[-1]}t")
     print("| " + " | ".join(head) + " |")
     print("| --- | --- |" + " ---: |" * (len(head) - 2))
     by = {(r["label"], r["tokens"], r["dtype"], r["threads"], r["impl"]): r for r in recs}
@@ -152,6 +160,9 @@ def table(runs, recs):
             ours, peer = by.get((label, tokens, dtype, n, "ours")), by.get((label, tokens, dtype, n, "cblas"))
             floor = (ours or peer or {}).get("floor_ms")
             cells += [ms(floor) if floor else "-", cell(ours), cell(peer)]
+        ours = by.get((label, tokens, dtype, threads[-1], "ours")) or {}
+        peak = ours.get("fraction_of_fma_peak")
+        cells.append(f"{peak:.1%}" if peak is not None else "-")
         print("| " + " | ".join(cells) + " |")
 
 
