@@ -8,7 +8,9 @@
 // measured in the same run on the same threads. Each layer benchmark
 // reports bytes, flops, floor_ms = max(bytes / copy bandwidth, flops /
 // sgemm rate) and fraction_of_floor = floor / time, as docs/performance.md
-// does on the GPU. benchmarks/results/host_table.py makes records and a
+// does on the GPU, and fraction_of_fma_peak against the cores' multiply-add
+// peak, measured in the same run too (the sgemm rate of a BLAS built for
+// an older instruction set is well below it). benchmarks/results/host_table.py makes records and a
 // table of its JSON output.
 #include <KokkosMoE/KokkosMoE_Layer.hpp>
 
@@ -64,11 +66,14 @@ void host_for(const char* name, std::int64_t n, const F& f) {
   Space().fence();
 }
 
+// The shortest of `runs` timings: a ceiling is what the machine can do, and
+// other work on it (a shared host's memory traffic varied the copy rate by
+// 1.5x from run to run) only lowers a measurement.
 template <class F>
-double median_seconds(int runs, const F& once) {
-  std::vector<double> s(runs);
-  for (double& v : s) v = once();
-  return Driver::median(s);
+double best_seconds(int runs, const F& once) {
+  double best = once();
+  for (int r = 1; r < runs; ++r) best = std::min(best, once());
+  return best;
 }
 
 // ---------------------------------------------------------------- ceilings
@@ -108,7 +113,7 @@ double copy_seconds(const Bytes& dst, const Bytes& src) {
 double measure_copy_bandwidth() {
   Bytes src("copy_src", copy_bytes), dst("copy_dst", copy_bytes);  // zeroed: pages touched
   copy_seconds(dst, src);
-  return 2.0 * copy_bytes / median_seconds(9, [&] { return copy_seconds(dst, src); });
+  return 2.0 * copy_bytes / best_seconds(9, [&] { return copy_seconds(dst, src); });
 }
 
 #ifdef KMOE_HOST_BENCH_CBLAS
@@ -135,39 +140,47 @@ struct SquareProduct {
 double measure_sgemm_rate() {
   SquareProduct p;
   p.seconds();
-  return SquareProduct::flops() / median_seconds(3, [&] { return p.seconds(); });
+  return SquareProduct::flops() / best_seconds(3, [&] { return p.seconds(); });
 }
 
 #ifdef __linux__
-// The union of the CPUs the host threads may run on.
-cpu_set_t host_threads_cpus() {
+// The CPUs each host thread may run on, by thread.
+std::vector<cpu_set_t> host_thread_cpus() {
   const int n = host_threads();
   std::vector<cpu_set_t> each(n);
   Kokkos::parallel_for("host_cpus",
                        Kokkos::RangePolicy<Space, Kokkos::Schedule<Kokkos::Static>>(0, n),
                        [&](int t) { sched_getaffinity(0, sizeof(cpu_set_t), &each[t]); });
   Space().fence();
-  cpu_set_t all;
-  CPU_ZERO(&all);
-  for (cpu_set_t& s : each) CPU_OR(&all, &all, &s);
-  return all;
+  return each;
 }
 #endif
 
-// The BLAS on the run's thread count. OpenBLAS (pthreads) starts a worker
-// with the affinity of the thread that asks for it: under OMP_PROC_BIND the
-// master is bound to one core, and every BLAS worker would share that core.
-// So the master may run on all the host threads' cores while the workers
-// start, then is bound back.
+// The BLAS on the run's thread count, its threads where the host threads
+// are. OpenBLAS (pthreads) starts a worker with the affinity of the thread
+// that asks for it: under OMP_PROC_BIND the master is bound to one core, and
+// every BLAS worker would share that core (the sgemm rate of 2 threads was
+// that of one). So the master may run on all the host threads' cores while
+// the workers start, then is bound back, and where OpenBLAS can place its
+// workers, worker i goes to host thread i + 1's CPUs (the caller computes
+// too, on the master's).
 void set_blas_threads(int n) {
 #ifdef KMOE_HAVE_OPENBLAS_THREADS
 #ifdef __linux__
-  cpu_set_t mine;
+  const std::vector<cpu_set_t> each = host_thread_cpus();
+  cpu_set_t mine, all;
   sched_getaffinity(0, sizeof mine, &mine);
-  cpu_set_t all = host_threads_cpus();
+  CPU_ZERO(&all);
+  for (const cpu_set_t& c : each) CPU_OR(&all, &all, &c);
   sched_setaffinity(0, sizeof all, &all);
   openblas_set_num_threads(n);
   sched_setaffinity(0, sizeof mine, &mine);
+#ifdef KMOE_HAVE_OPENBLAS_AFFINITY
+  for (int w = 0; w + 1 < n && w + 1 < int(each.size()); ++w) {
+    cpu_set_t c = each[w + 1];
+    openblas_setaffinity(w, sizeof c, &c);
+  }
+#endif
 #else
   openblas_set_num_threads(n);
 #endif
@@ -228,7 +241,7 @@ double measure_fma_peak() {
   };
   once();
   const double flops = 2.0 * fma_lanes * chains * double(rounds) * n;
-  return flops / median_seconds(5, once);
+  return flops / best_seconds(5, once);
 }
 
 Ceilings measure_ceilings() {
