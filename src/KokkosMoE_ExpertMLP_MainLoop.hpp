@@ -80,7 +80,7 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   // OperandLoader::load_staged): where the fragment asks for it (its copies
   // asynchronous, room in scratch) and loads run ahead of the multiplies.
   static constexpr bool stages_weights = is_block_scaled<Scalar>::value &&
-                                         stages_block_scaled<Frag>::value && L >= 1;
+                                         stages_block_scaled<Frag> && L >= 1;
   // Whether the fragment multiplies the weights where they lie in memory
   // (InPlaceWeights) instead of from operand tiles.
   static constexpr bool weights_in_place = reads_weights_in_place<Frag, Scalar>;

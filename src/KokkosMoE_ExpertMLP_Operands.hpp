@@ -6,6 +6,7 @@
 #define KOKKOSMOE_EXPERTMLP_OPERANDS_HPP
 
 #include "KokkosMoE_ExpertMLP_WeightRows.hpp"
+#include "KokkosMoE_FragmentContract.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -43,11 +44,10 @@ struct has_dequantize16 : std::false_type {};
 template <class Frag>
 struct has_dequantize16<Frag, std::void_t<decltype(&Frag::dequantize16)>> : std::true_type {};
 // Whether a fragment has block-scaled weights staged (stages_block_scaled).
-template <class Frag, class = void>
-struct stages_block_scaled : std::false_type {};
 template <class Frag>
-struct stages_block_scaled<Frag, std::void_t<decltype(Frag::stages_block_scaled)>>
-    : std::integral_constant<bool, Frag::stages_block_scaled> {};
+using stages_block_scaled_flag = std::integral_constant<bool, Frag::stages_block_scaled>;
+template <class Frag>
+constexpr bool stages_block_scaled = optional_flag<stages_block_scaled_flag, Frag>();
 
 template <class Scalar, class Frag>
 struct OperandLoader {

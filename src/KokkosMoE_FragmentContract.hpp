@@ -244,15 +244,19 @@ struct InPlaceWeights {
   int rows, depth, tokens;
 };
 
+// An optional bool constant of a fragment: Flag<Frag>'s value where Frag
+// has it, else false.
+template <template <class> class Flag, class Frag>
+constexpr bool optional_flag() {
+  if constexpr (fragment_contract::has<Flag, Frag>) return Flag<Frag>::value;
+  else return false;
+}
+template <class Frag>
+using weights_in_place_flag = std::integral_constant<bool, Frag::weights_in_place>;
 // Whether Frag reads the weights of Scalar in place (its optional
 // weights_in_place; not block-scaled weights, which the loader dequantises).
-template <class Frag, class = void>
-struct weights_in_place_of : std::false_type {};
-template <class Frag>
-struct weights_in_place_of<Frag, std::void_t<decltype(Frag::weights_in_place)>>
-    : std::integral_constant<bool, Frag::weights_in_place> {};
 template <class Frag, class Scalar>
-constexpr bool reads_weights_in_place = weights_in_place_of<Frag>::value &&
+constexpr bool reads_weights_in_place = optional_flag<weights_in_place_flag, Frag>() &&
                                         !is_block_scaled<Scalar>::value;
 
 // The check the kernels apply (ExpertTileKernel): true for a fragment, else
