@@ -288,7 +288,9 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
     const bool plain_writes = !bulk_kernel();
     for (int item = m.league_rank(); work(item, w, depth); item += m.league_size()) {
       kernel.zero(m, acc);
-      const auto from = kernel.sources(w);
+      // The multipliers need an item's sources only to read weights in place.
+      decltype(kernel.sources(w)) from{};
+      if constexpr (weights_in_place) from = kernel.sources(w);
       const int steps = steps_of(w);
       for (int s = 0; s < steps; ++s, ++g) {
         pipe.wait_loaded(g, plain_writes);
