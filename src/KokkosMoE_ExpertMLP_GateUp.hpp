@@ -34,9 +34,15 @@ template <class Scalar>
 KOKKOS_INLINE_FUNCTION float silu_times_as(float g, float u) {
   return sizeof(Scalar) == 2 ? silu_times_rounded(g, u) : silu_times(g, u);
 }
+// (Not inlined in host builds: inlined into the gate/up kernels, GCC 12
+// left its loop of exp and division scalar, 40 % of the kernel at H = 256;
+// compiled on its own, the loop is vectorised: prefill 1.1-1.2x faster.)
 template <class Scalar, int Width>
-KOKKOS_INLINE_FUNCTION ValueRun<Width> silu_times_as(const ValueRun<Width>& g,
-                                                     const ValueRun<Width>& u) {
+#if !defined(KOKKOS_ENABLE_CUDA) && !defined(KOKKOS_ENABLE_HIP)
+__attribute__((noinline))
+#endif
+KOKKOS_INLINE_FUNCTION ValueRun<Width>
+silu_times_as(const ValueRun<Width>& g, const ValueRun<Width>& u) {
   ValueRun<Width> h;
   for (int i = 0; i < Width; ++i) h.v[i] = silu_times_as<Scalar>(g.v[i], u.v[i]);
   return h;
