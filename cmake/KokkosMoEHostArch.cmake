@@ -40,13 +40,12 @@ if(NOT "CUDA" IN_LIST Kokkos_DEVICES AND NOT "HIP" IN_LIST Kokkos_DEVICES)
     if(_targets MATCHES "-march=[ \t]+([a-z0-9_-]+)")
       set(_arch "${CMAKE_MATCH_1}")
       # A compiler older than the CPU names the nearest CPU it knows (GCC 12
-      # on Zen 4: znver3, without AVX-512): the features native has and that
+      # on a recent AMD EPYC: znver3, without AVX-512): the features native has and that
       # name lacks, or the reverse, are added as -m and -mno- options.
       execute_process(COMMAND ${CMAKE_CXX_COMPILER} -march=${_arch} -Q --help=target
         OUTPUT_VARIABLE _named ERROR_QUIET)
       kokkosmoe_enabled_features(_native_features "${_targets}")
       kokkosmoe_enabled_features(_named_features "${_named}")
-      set(_extra "")
       foreach(_f IN LISTS _native_features)
         if(NOT _f IN_LIST _named_features)
           list(APPEND _extra -m${_f})
