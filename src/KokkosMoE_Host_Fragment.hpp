@@ -8,12 +8,12 @@
 // converted once when loaded.
 //
 // Two shapes:
-//   HostPanelFragment (medium and large tiles: prefill) holds the token tile
-//     k-major, a[k][m], and the weight tiles as they are in memory, b[n][k].
-//     A register block of NB columns by 32 rows accumulates
+//   HostPanelFragment (medium and large tiles: prefill, 16 and 32 token
+//     rows) holds the token tile k-major, a[k][m]; weights are b[n][k]. A
+//     register block of NB columns by two vectors of rows accumulates
 //     c[n][m..] += b[n][k] * a[k][m..]: one broadcast weight times a vector
-//     of tokens, NB * 32 / lanes independent FMAs per k; the block is loaded
-//     and stored once per K step of 32.
+//     of tokens, 2 NB independent FMAs per k; the block is loaded and
+//     stored once per K step of 32.
 //   HostDotFragment (small tiles: decode, up to 8 tokens per expert) holds
 //     the token tile as in memory, [row][k], reads the weights where they lie
 //     in memory (weights_in_place: no copy into scratch; 16-bit weights
@@ -134,23 +134,27 @@ struct HostAccumulators {
   alignas(64) float v[Major * Minor];
 };
 
-template <class ExecutionSpace, int TileN>
+template <class ExecutionSpace, int TileM, int TileN>
 struct HostPanelFragment
-    : HostFragmentBase<HostPanelFragment<ExecutionSpace, TileN>, ExecutionSpace, 32> {
+    : HostFragmentBase<HostPanelFragment<ExecutionSpace, TileM, TileN>, ExecutionSpace, 32> {
   using base = HostFragmentBase<HostPanelFragment, ExecutionSpace, 32>;
   using typename base::tile;
-  static constexpr int tile_m = 32, tile_n = TileN, tile_k = base::tile_k;
+  static constexpr int tile_m = TileM, tile_n = TileN, tile_k = base::tile_k;
   static_assert(tile_m != tile_n, "token and weight tiles are told apart by their rows");
   // The token tile is k-major: a row's k are not adjacent.
   static constexpr bool k_contiguous = false;
   using accumulator_type = HostAccumulators<tile_n, tile_m>;  // [n][m]
 
   static constexpr int lanes = host_vector::lanes;
-  static constexpr int MV = tile_m / lanes;  // vectors per column of the block
-  // Columns per register block: the block's MV * NB vectors, MV token
-  // vectors and a broadcast fit the 32 (AVX-512) or 16 registers.
-  static constexpr int NB = lanes == 16 ? 8 : lanes == 8 ? 2 : 1;
-  static_assert(tile_n % NB == 0 && tile_m % lanes == 0, "whole register blocks");
+  // Register blocks of MB token vectors by NB columns: MB * NB
+  // accumulators, MB token vectors and a broadcast within the 32 (AVX-512)
+  // or 16 registers; per k, MB + NB loads for MB * NB multiply-adds. With
+  // 16 registers, blocks of 16 tokens by 6 columns (12 accumulators): the
+  // 32 x 2 block before took 1.25 loads per multiply-add (GCC reloads the
+  // token vectors as memory operands), and the loads bounded it.
+  static constexpr int MB = tile_m / lanes < 2 ? tile_m / lanes : 2;
+  static constexpr int NB = lanes == 16 ? 8 : 6;
+  static_assert(tile_m % (MB * lanes) == 0, "whole register blocks of tokens");
 
   static float* element(const tile& t, int r, int c) {
     return t.extent_int(0) == tile_m ? t.data() + c * tile_m + r : t.data() + r * tile_k + c;
@@ -164,32 +168,46 @@ struct HostPanelFragment
   }
 
   // c[n][m] += sum_k b[n][k] a[k][m] over the tile: a [tile_k][tile_m],
-  // b [tile_n][tile_k], c [tile_n][tile_m].
+  // b [tile_n][tile_k], c [tile_n][tile_m]; blocks of NB columns, the last
+  // one narrower where NB does not divide tile_n. (b is the weight tile in
+  // scratch, 32 k a row: read where the weights lie in memory, rows H
+  // apart, the broadcasts of a step's rows fell into a few cache sets, and
+  // a prefill forward took 1.2x as long on AVX2.)
   static void multiply(const float* __restrict a, const float* __restrict b, float* __restrict c) {
-    using namespace host_vector;
-    for (int n0 = 0; n0 < tile_n; n0 += NB) {
-      vfloat block[NB][MV];
-#pragma GCC unroll 16
-      for (int j = 0; j < NB; ++j)
-#pragma GCC unroll 8
-        for (int i = 0; i < MV; ++i) block[j][i] = load(c + (n0 + j) * tile_m + i * lanes);
-      for (int k = 0; k < tile_k; ++k) {
-        vfloat tokens[MV];
-#pragma GCC unroll 8
-        for (int i = 0; i < MV; ++i) tokens[i] = load(a + k * tile_m + i * lanes);
-#pragma GCC unroll 16
-        for (int j = 0; j < NB; ++j) {
-          const vfloat w = broadcast(b[(n0 + j) * tile_k + k]);
-#pragma GCC unroll 8
-          for (int i = 0; i < MV; ++i) block[j][i] = fma(w, tokens[i], block[j][i]);
-        }
-      }
-#pragma GCC unroll 16
-      for (int j = 0; j < NB; ++j)
-#pragma GCC unroll 8
-        for (int i = 0; i < MV; ++i)
-          host_vector::store(c + (n0 + j) * tile_m + i * lanes, block[j][i]);
+    constexpr int whole = tile_n / NB * NB;
+    for (int m0 = 0; m0 < tile_m; m0 += MB * lanes) {
+      for (int n0 = 0; n0 < whole; n0 += NB) multiply_block<NB>(a, b, c, m0, n0);
+      if constexpr (whole < tile_n) multiply_block<tile_n - whole>(a, b, c, m0, whole);
     }
+  }
+
+ private:
+  // The block of columns [n0, n0 + N) and token rows [m0, m0 + MB lanes).
+  template <int N>
+  static void multiply_block(const float* __restrict a, const float* __restrict b,
+                             float* __restrict c, int m0, int n0) {
+    using namespace host_vector;
+    vfloat block[N][MB];
+#pragma GCC unroll 16
+    for (int j = 0; j < N; ++j)
+#pragma GCC unroll 4
+      for (int i = 0; i < MB; ++i) block[j][i] = load(c + (n0 + j) * tile_m + m0 + i * lanes);
+    for (int k = 0; k < tile_k; ++k) {
+      vfloat tokens[MB];
+#pragma GCC unroll 4
+      for (int i = 0; i < MB; ++i) tokens[i] = load(a + k * tile_m + m0 + i * lanes);
+#pragma GCC unroll 16
+      for (int j = 0; j < N; ++j) {
+        const vfloat w = broadcast(b[(n0 + j) * tile_k + k]);
+#pragma GCC unroll 4
+        for (int i = 0; i < MB; ++i) block[j][i] = fma(w, tokens[i], block[j][i]);
+      }
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < N; ++j)
+#pragma GCC unroll 4
+      for (int i = 0; i < MB; ++i)
+        host_vector::store(c + (n0 + j) * tile_m + m0 + i * lanes, block[j][i]);
   }
 };
 
@@ -326,33 +344,39 @@ struct HostDotFragment
 };
 
 // The host spaces take these instead of the portable fragment: weight tiles
-// of 64 columns for gate/up (gate and up: 128 rows of weights to 32 tokens)
-// and 128 for down, the same weights per token tile; 8 and 16 for decode.
+// of 64 columns for gate/up (gate and up: 128 rows of weights to a token
+// tile) and 128 for down, the same weights per token tile; token tiles of
+// 32 rows (large), 16 (medium: experts of fewer rows, whose 32-row tiles
+// were half zeros) and 8 for decode (small), whose weight tiles are 8 and
+// 16 rows.
 template <class ExecutionSpace, TileSize Size>
 struct DefaultFragment<ExecutionSpace, Size,
                        std::enable_if_t<Kokkos::SpaceAccessibility<
                            Kokkos::HostSpace, typename ExecutionSpace::memory_space>::accessible>> {
-  using type = std::conditional_t<Size == TileSize::small, HostDotFragment<ExecutionSpace, 8>,
-                                  HostPanelFragment<ExecutionSpace, 64>>;
+  using type =
+      std::conditional_t<Size == TileSize::small, HostDotFragment<ExecutionSpace, 8>,
+                         HostPanelFragment<ExecutionSpace, Size == TileSize::medium ? 16 : 32, 64>>;
 };
 template <class ExecutionSpace, class Scalar, TileSize Size>
 struct DefaultDownFragment<
     ExecutionSpace, Scalar, Size,
     std::enable_if_t<Kokkos::SpaceAccessibility<
         Kokkos::HostSpace, typename ExecutionSpace::memory_space>::accessible>> {
-  using type = std::conditional_t<Size == TileSize::small, HostDotFragment<ExecutionSpace, 16>,
-                                  HostPanelFragment<ExecutionSpace, 128>>;
+  using type = std::conditional_t<
+      Size == TileSize::small, HostDotFragment<ExecutionSpace, 16>,
+      HostPanelFragment<ExecutionSpace, Size == TileSize::medium ? 16 : 32, 128>>;
 };
 
 // Tokens per expert below which a batch takes the decode shape: one tile of
 // eight rows per expert, its weights streamed once (at 32, DeepSeek-V3's
-// 16 rows per expert at 512 tokens took 1.4x as long as in panel tiles).
+// 16 rows per expert at 512 tokens took 1.4x as long as in panel tiles);
+// 16-row panel tiles below 32.
 template <class ExecutionSpace>
 struct TileCrossovers<ExecutionSpace,
                       std::enable_if_t<Kokkos::SpaceAccessibility<
                           Kokkos::HostSpace, typename ExecutionSpace::memory_space>::accessible>> {
   static constexpr std::int64_t small_tile_rows_below = 8;
-  static constexpr std::int64_t large_tile_rows_from = 512;  // medium and large are one shape
+  static constexpr std::int64_t large_tile_rows_from = 32;
 };
 
 }  // namespace Impl

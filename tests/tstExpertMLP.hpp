@@ -358,14 +358,14 @@ TEST(EXPERTMLP_SUITE, SplitKPartsCoverKWithinBounds) {
 // 600 rows per expert).
 TEST(EXPERTMLP_SUITE, TileShapeFollowsRowsPerExpert) {
   constexpr std::int64_t small_below = Impl::TileCrossovers<Space>::small_tile_rows_below;
+  constexpr std::int64_t large_from = Impl::TileCrossovers<Space>::large_tile_rows_from;
+  static_assert(small_below < large_from, "a medium shape between");
   EXPECT_EQ(Impl::tile_size_for<Space>(1), Impl::TileSize::small);
   EXPECT_EQ(Impl::tile_size_for<Space>(small_below - 1), Impl::TileSize::small);
   EXPECT_EQ(Impl::tile_size_for<Space>(small_below), Impl::TileSize::medium);
-  EXPECT_EQ(Impl::tile_size_for<Space>(40), Impl::TileSize::medium);
-  EXPECT_EQ(Impl::tile_size_for<Space>(Impl::TileCrossovers<Space>::large_tile_rows_from - 1),
-            Impl::TileSize::medium);
-  EXPECT_EQ(Impl::tile_size_for<Space>(Impl::TileCrossovers<Space>::large_tile_rows_from),
-            Impl::TileSize::large);
+  EXPECT_EQ(Impl::tile_size_for<Space>((small_below + large_from) / 2), Impl::TileSize::medium);
+  EXPECT_EQ(Impl::tile_size_for<Space>(large_from - 1), Impl::TileSize::medium);
+  EXPECT_EQ(Impl::tile_size_for<Space>(large_from), Impl::TileSize::large);
   EXPECT_EQ(Impl::tile_size_for<Space>(600), Impl::TileSize::large);
 }
 
