@@ -635,7 +635,7 @@ std::string first_line(const char* path) {
 // The command as run: the OpenMP settings, then the arguments.
 std::string command_line(int argc, char** argv) {
   std::string cmd;
-  for (const char* v : {"OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES"})
+  for (const char* v : {"OMP_WAIT_POLICY", "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES"})
     if (const char* value = std::getenv(v)) cmd += std::string(v) + "=" + value + " ";
   for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
   return cmd;

@@ -8,7 +8,8 @@ count, e.g. OMP_NUM_THREADS=1 and 2):
 
 Each layer benchmark (host/<impl>/<dtype>/<model>/t<tokens>) becomes one
 record per (model, shape, tokens, dtype, threads, impl) in --out (default
-host.json beside this file; records with the same key are replaced): the
+host.json beside this file; records of the same point and build flags are
+replaced, those of other builds kept): the
 median time, the floor from the ceilings the same run measured (copy
 bandwidth, sgemm rate: the run's context), the fraction of the floor, the
 fraction of the cores' multiply-add peak (measured in the same run), and
@@ -90,9 +91,10 @@ def records(run, commit):
 
 
 def key(r):
+    """A record's point; runs of other builds (flags: another CPU) are kept beside."""
     s = r["shape"]
     return (r["model"], s["experts"], s["top_k"], s["hidden"], s["ffn"], r["tokens"], r["dtype"],
-            r["threads"], r["impl"])
+            r["threads"], r["impl"], r.get("flags") or "")
 
 
 def merge(path, new):
