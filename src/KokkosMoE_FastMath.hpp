@@ -20,31 +20,39 @@ namespace KokkosMoE {
 namespace Impl {
 namespace fast_math {
 
-KOKKOS_FORCEINLINE_FUNCTION float exp(float x) {
-#if defined(__CUDA_ARCH__)
-  return __expf(x);
-#elif defined(__HIP_DEVICE_COMPILE__) || defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
-  return math::exp(x);
-#else
-  // Host builds: e^x = 2^n e^r, n = round(x log2 e), |r| <= ln2 / 2, e^r by
-  // its Taylor polynomial to degree 6 (relative error about 2^-23), 2^n
-  // made in the exponent bits; x clamped where float under- or overflows.
-  // Branch-free, so that a loop of them (the kernels' runs of outputs)
-  // vectorises, where the library's expf is one call a value.
-  x = x < -87.0f ? -87.0f : x > 88.0f ? 88.0f : x;
-  const float n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;  // round to nearest
-  const float r = (x - n * 0.693145752f) - n * 1.42860677e-6f;    // ln 2 in two parts
-  float p = 1.0f / 720;
+// Host builds' e^x, for a float or a GCC vector of floats V (I: the integer
+// type of its exponent bits, to_int: V to I): e^x = 2^n e^r, n = round(x
+// log2 e), |r| <= ln2 / 2, e^r by its Taylor polynomial to degree 6
+// (relative error about 2^-23), 2^n made in the exponent bits; x clamped
+// where float under- or overflows. Branch-free, so that a loop of them
+// (the kernels' runs of outputs) vectorises, where the library's expf is
+// one call a value; the vector form (host_vector::exp) gives the same
+// values.
+template <class I, class V, class ToInt>
+inline V exp_polynomial(V x, V lo, V hi, const ToInt& to_int) {
+  x = x < lo ? lo : x > hi ? hi : x;
+  const V n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;  // round to nearest
+  const V r = (x - n * 0.693145752f) - n * 1.42860677e-6f;    // ln 2 in two parts
+  V p = (lo - lo) + 1.0f / 720;  // (lo - lo: zero as a float or a vector)
   p = p * r + 1.0f / 120;
   p = p * r + 1.0f / 24;
   p = p * r + 1.0f / 6;
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const std::uint32_t scale = std::uint32_t(int(n) + 127) << 23;
-  float two_n;
-  memcpy(&two_n, &scale, sizeof two_n);
+  const I scale = (to_int(n) + 127) << 23;
+  V two_n;
+  std::memcpy(&two_n, &scale, sizeof two_n);
   return p * two_n;
+}
+
+KOKKOS_FORCEINLINE_FUNCTION float exp(float x) {
+#if defined(__CUDA_ARCH__)
+  return __expf(x);
+#elif defined(__HIP_DEVICE_COMPILE__) || defined(KOKKOS_ENABLE_CUDA) || defined(KOKKOS_ENABLE_HIP)
+  return math::exp(x);
+#else
+  return exp_polynomial<std::int32_t>(x, -87.0f, 88.0f, [](float n) { return std::int32_t(n); });
 #endif
 }
 

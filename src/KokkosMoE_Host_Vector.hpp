@@ -10,6 +10,8 @@
 
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
+#include "KokkosMoE_FastMath.hpp"
+
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -97,28 +99,14 @@ inline vfloat widen_first(const Scalar* p, int n) {
   for (int i = 0; i < n; ++i) v[i] = to_float(p[i]);
   return v;
 }
-// e^x lane by lane: fast_math::exp's polynomial, the same operations in
-// the same order (so the same values), on whole vectors. (GCC 12 vectorised
-// a loop of the scalar one for AVX-512 but left it scalar for AVX2, where
-// the SwiGLU then took an eighth of a prefill forward.)
+// e^x lane by lane: fast_math::exp's polynomial on whole vectors, the
+// same values. (GCC 12 vectorised a loop of the scalar one for AVX-512 but
+// left it scalar for AVX2, where the SwiGLU then took an eighth of a
+// prefill forward.)
 inline vfloat exp(vfloat x) {
   using vint = std::int32_t __attribute__((vector_size(lanes * sizeof(std::int32_t))));
-  const vfloat lo = broadcast(-87.0f), hi = broadcast(88.0f);
-  x = x < lo ? lo : x > hi ? hi : x;
-  const vfloat round = broadcast(12582912.0f);
-  const vfloat n = (x * 1.44269504f + round) - round;
-  const vfloat r = (x - n * 0.693145752f) - n * 1.42860677e-6f;
-  vfloat p = broadcast(1.0f / 720);
-  p = p * r + 1.0f / 120;
-  p = p * r + 1.0f / 24;
-  p = p * r + 1.0f / 6;
-  p = p * r + 0.5f;
-  p = p * r + 1.0f;
-  p = p * r + 1.0f;
-  const vint scale = (__builtin_convertvector(n, vint) + 127) << 23;
-  vfloat two_n;
-  std::memcpy(&two_n, &scale, sizeof two_n);
-  return p * two_n;
+  return fast_math::exp_polynomial<vint>(x, broadcast(-87.0f), broadcast(88.0f),
+                                         [](vfloat n) { return __builtin_convertvector(n, vint); });
 }
 inline float sum(vfloat v) {
   float s = 0;
