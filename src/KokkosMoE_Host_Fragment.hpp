@@ -149,9 +149,10 @@ struct HostPanelFragment
   // Register blocks of MB token vectors by NB columns: MB * NB
   // accumulators, MB token vectors and a broadcast within the 32 (AVX-512)
   // or 16 registers; per k, MB + NB loads for MB * NB multiply-adds. With
-  // 16 registers, blocks of 16 tokens by 6 columns (12 accumulators): the
-  // 32 x 2 block before took 1.25 loads per multiply-add (GCC reloads the
-  // token vectors as memory operands), and the loads bounded it.
+  // 16 registers, blocks of 16 tokens by 6 columns (12 accumulators): with
+  // all 4 token vectors of 32 rows by 2 columns, GCC reloads the token
+  // vectors as memory operands, 1.25 loads per multiply-add, and the loads
+  // bound it.
   static constexpr int MB = tile_m / lanes < 2 ? tile_m / lanes : 2;
   static constexpr int NB = lanes == 16 ? 8 : 6;
   static_assert(tile_m % (MB * lanes) == 0, "whole register blocks of tokens");
@@ -170,9 +171,9 @@ struct HostPanelFragment
   // c[n][m] += sum_k b[n][k] a[k][m] over the tile: a [tile_k][tile_m],
   // b [tile_n][tile_k], c [tile_n][tile_m]; blocks of NB columns, the last
   // one narrower where NB does not divide tile_n. (b is the weight tile in
-  // scratch, 32 k a row: read where the weights lie in memory, rows H
-  // apart, the broadcasts of a step's rows fell into a few cache sets, and
-  // a prefill forward took 1.2x as long on AVX2.)
+  // scratch, 32 k a row. Read where the weights lie in memory, rows H
+  // apart, the broadcasts of a step's rows fall into a few cache sets: no
+  // faster on AVX2, up to 1.2x slower.)
   static void multiply(const float* __restrict a, const float* __restrict b, float* __restrict c) {
     constexpr int whole = tile_n / NB * NB;
     for (int m0 = 0; m0 < tile_m; m0 += MB * lanes) {
