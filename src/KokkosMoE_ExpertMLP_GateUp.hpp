@@ -12,11 +12,8 @@
 #include "KokkosMoE_Divide.hpp"
 #include "KokkosMoE_ExpertMLP_MainLoop.hpp"
 #include "KokkosMoE_FastMath.hpp"
-#include "KokkosMoE_ValueRun.hpp"
-#if !defined(KOKKOS_ENABLE_CUDA) && !defined(KOKKOS_ENABLE_HIP) && defined(__GNUC__)
 #include "KokkosMoE_Host_Vector.hpp"
-#define KOKKOSMOE_HOST_VECTORS
-#endif
+#include "KokkosMoE_ValueRun.hpp"
 
 #include <Kokkos_Core.hpp>
 

@@ -30,9 +30,9 @@
 #error "include KokkosMoE_Fragment.hpp, which includes this file"
 #endif
 
-#if !defined(KOKKOS_ENABLE_CUDA) && !defined(KOKKOS_ENABLE_HIP) && defined(__GNUC__)
-
 #include "KokkosMoE_Host_Vector.hpp"
+
+#ifdef KOKKOSMOE_HOST_VECTORS
 
 #include <cstring>
 #include <type_traits>
@@ -171,9 +171,8 @@ struct HostPanelFragment
   // c[n][m] += sum_k b[n][k] a[k][m] over the tile: a [tile_k][tile_m],
   // b [tile_n][tile_k], c [tile_n][tile_m]; blocks of NB columns, the last
   // one narrower where NB does not divide tile_n. (b is the weight tile in
-  // scratch, 32 k a row. Read where the weights lie in memory, rows H
-  // apart, the broadcasts of a step's rows fall into a few cache sets: no
-  // faster on AVX2, up to 1.2x slower.)
+  // scratch, 32 k a row: in memory, rows H apart, the broadcasts of a
+  // step's rows would fall into a few cache sets.)
   static void multiply(const float* __restrict a, const float* __restrict b, float* __restrict c) {
     constexpr int whole = tile_n / NB * NB;
     for (int m0 = 0; m0 < tile_m; m0 += MB * lanes) {

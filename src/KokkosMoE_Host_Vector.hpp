@@ -4,13 +4,18 @@
 // which lower to that instruction set's registers and operations without
 // naming it. The host fragments hold their register blocks in these. (Not
 // std::experimental::simd, which only libstdc++ has, nor Kokkos' SIMD
-// types, which Kokkos 3.4 lacks.)
+// types, which Kokkos 3.4 lacks.) Defined, with KOKKOSMOE_HOST_VECTORS,
+// only in builds without a GPU backend (whose compilers parse host code as
+// device code) and with GCC's extensions (GCC, Clang).
 #ifndef KOKKOSMOE_HOST_VECTOR_HPP
 #define KOKKOSMOE_HOST_VECTOR_HPP
 
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
 #include "KokkosMoE_FastMath.hpp"
+
+#if !defined(KOKKOS_ENABLE_CUDA) && !defined(KOKKOS_ENABLE_HIP) && defined(__GNUC__)
+#define KOKKOSMOE_HOST_VECTORS
 
 #include <cstddef>
 #include <cstdint>
@@ -100,9 +105,7 @@ inline vfloat widen_first(const Scalar* p, int n) {
   return v;
 }
 // e^x lane by lane: fast_math::exp's polynomial on whole vectors, the
-// same values. (GCC 12 vectorised a loop of the scalar one for AVX-512 but
-// left it scalar for AVX2, where the SwiGLU then took an eighth of a
-// prefill forward.)
+// same values.
 inline vfloat exp(vfloat x) {
   using vint = std::int32_t __attribute__((vector_size(lanes * sizeof(std::int32_t))));
   return fast_math::exp_polynomial<vint>(x, broadcast(-87.0f), broadcast(88.0f),
@@ -117,5 +120,7 @@ inline float sum(vfloat v) {
 }  // namespace host_vector
 }  // namespace Impl
 }  // namespace KokkosMoE
+
+#endif  // KOKKOSMOE_HOST_VECTORS
 
 #endif
