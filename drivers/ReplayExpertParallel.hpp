@@ -347,7 +347,10 @@ EpLayerReport replay_layer_expert_parallel(const ExpertParallelRun& run, const S
     Kokkos::deep_copy(tokens, Kokkos::View<int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
                                   sample.data(), sample.size()));
     Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> rss;
-    auto ref = reference_experts<Space, Scalar>(Space(), full, x, ids, rw, tokens, &rss);
+    // (The ranks' layers quantise their activations as the single-device
+    // one does: the same backend, storage type and shapes.)
+    auto ref = reference_experts<Space, Scalar>(Space(), full, x, ids, rw, tokens, &rss,
+                                                single->quantizes_activations());
     std::vector<double> row(std::size_t(s.hidden));
     for (std::size_t i = 0; i < sample.size(); ++i) {
       for (std::int64_t col = 0; col < s.hidden; ++col)

@@ -290,7 +290,8 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
       Kokkos::deep_copy(tokens, Kokkos::View<int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
                                     sample.data(), sample.size()));
       Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> rss;
-      auto ref = reference_experts<Space, Scalar>(Space(), w, x, ids, rw, tokens, &rss);
+      auto ref = reference_experts<Space, Scalar>(Space(), w, x, ids, rw, tokens, &rss,
+                                                  layer.quantizes_activations());
       auto host_out = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
       std::vector<double> row(std::size_t(s.hidden));
       for (std::size_t i = 0; i < sample.size(); ++i) {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Bulk tensor copies (TMA, sm_90): one thread moves a whole box of a
-// row-major 16-bit matrix, rows x 64 values, into a scratch tile in the
-// 128-byte swizzle of our K-major tiles, and the copy completes on an
+// row-major matrix of 16-bit or 8-bit values, rows x 128 bytes, into a
+// scratch tile in the 128-byte swizzle of our K-major tiles, and the copy completes on an
 // mbarrier by bytes. A tensor map describes the matrix; ours live in device
 // memory, 128 bytes each, encoded once on the host (the encoder is the
 // driver's cuTensorMapEncodeTiled, fetched at run time: no libcuda link).
@@ -19,16 +19,16 @@ namespace KokkosMoE {
 namespace Impl {
 namespace tensor_map {
 
-constexpr int bytes = 128;  // sizeof(CUtensorMap)
-constexpr int box_k = 64;   // values per box row: one 128-byte swizzle line
+constexpr int bytes = 128;      // sizeof(CUtensorMap)
+constexpr int box_bytes = 128;  // bytes per box row: one 128-byte swizzle line
 
 // Writes to `map` (host memory, 64-byte aligned) the map of a [rows, cols]
-// row-major matrix of 16-bit values at `data` (device memory), boxes of
-// box_rows x 64; false where TMA cannot copy it (row pitch or start not
-// 16-byte aligned, no driver entry point), and the kernels then copy with
-// cp.async.
+// row-major matrix of `value_bytes`-byte values (2 or 1) at `data` (device
+// memory), boxes of box_rows x 128 bytes; false where TMA cannot copy it
+// (row pitch or start not 16-byte aligned, no driver entry point), and the
+// kernels then copy with cp.async.
 inline bool encode(void* map, const void* data, std::uint64_t rows, std::uint64_t cols,
-                   std::uint32_t box_rows) {
+                   std::uint32_t box_rows, int value_bytes = 2) {
   using encode_fn = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
                                  const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
                                  const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
@@ -48,13 +48,14 @@ inline bool encode(void* map, const void* data, std::uint64_t rows, std::uint64_
                                                 : encode_fn(nullptr);
   }();
   if (fn == nullptr || rows == 0 || cols == 0 || reinterpret_cast<std::uintptr_t>(data) % 16 != 0 ||
-      (cols * 2) % 16 != 0)
+      (cols * value_bytes) % 16 != 0 || (value_bytes != 1 && value_bytes != 2))
     return false;
   const cuuint64_t dims[2] = {cols, rows};
-  const cuuint64_t strides[1] = {cols * 2};
-  const cuuint32_t box[2] = {box_k, box_rows};
+  const cuuint64_t strides[1] = {cols * value_bytes};
+  const cuuint32_t box[2] = {cuuint32_t(box_bytes / value_bytes), box_rows};
   const cuuint32_t steps[2] = {1, 1};
-  return fn(static_cast<CUtensorMap*>(map), CU_TENSOR_MAP_DATA_TYPE_UINT16, 2,
+  return fn(static_cast<CUtensorMap*>(map),
+            value_bytes == 2 ? CU_TENSOR_MAP_DATA_TYPE_UINT16 : CU_TENSOR_MAP_DATA_TYPE_UINT8, 2,
             const_cast<void*>(data), dims, strides, box, steps, CU_TENSOR_MAP_INTERLEAVE_NONE,
             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;

@@ -119,6 +119,26 @@ __device__ inline void mma_m64k16(float* lo, float* hi, std::uint64_t a, std::ui
     KOKKOSMOE_WGMMA(256, "bf16", KOKKOSMOE_R128, 128, 129, KOKKOSMOE_LO_HI64);
   else KOKKOSMOE_WGMMA(256, "f16", KOKKOSMOE_R128, 128, 129, KOKKOSMOE_LO_HI64);
 }
+
+// e4m3 operands (K-major lines of 128 values, the same 128-byte swizzle):
+// lo | hi = a b^T over 32 of K, plus lo | hi where `accumulate` is not 0.
+#define KOKKOSMOE_WGMMA_E4M3(n, regs, a_op, b_op, flag_op, lo_hi) \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %" #flag_op \
+               ", 0;\n" \
+               "wgmma.mma_async.sync.aligned.m64n" #n "k32.f32.e4m3.e4m3 " regs ", %" #a_op \
+               ", %" #b_op ", p, 1, 1;\n}\n" \
+               : lo_hi \
+               : "l"(a), "l"(b), "r"(accumulate))
+template <int N>
+__device__ inline void mma_m64k32_e4m3(float* lo, float* hi, std::uint64_t a, std::uint64_t b,
+                                       int accumulate) {
+  static_assert(N == 64 || N == 128 || N == 256, "warpgroup tiles are 64, 128 or 256 wide");
+  if constexpr (N == 64) KOKKOSMOE_WGMMA_E4M3(64, KOKKOSMOE_R32, 32, 33, 34, KOKKOSMOE_LO_HI16);
+  else if constexpr (N == 128)
+    KOKKOSMOE_WGMMA_E4M3(128, KOKKOSMOE_R64, 64, 65, 66, KOKKOSMOE_LO_HI32);
+  else KOKKOSMOE_WGMMA_E4M3(256, KOKKOSMOE_R128, 128, 129, 130, KOKKOSMOE_LO_HI64);
+}
+#undef KOKKOSMOE_WGMMA_E4M3
 #undef KOKKOSMOE_LO_HI64
 #undef KOKKOSMOE_LO_HI32
 #undef KOKKOSMOE_LO_HI16

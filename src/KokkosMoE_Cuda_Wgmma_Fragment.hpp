@@ -31,13 +31,14 @@ namespace Impl {
 // every copy, so neither waits for the other's instructions. Its teams are
 // persistent: MinTeams per multiprocessor walk the work items, the pipeline
 // running on across them, so that the next item's first stages load while
-// this one's last steps multiply and its outputs are stored.
-template <class Base>
+// this one's last steps multiply and its outputs are stored. Producers: a
+// warpgroup, whose 16-byte copies keep up with the multiplies where tensor
+// maps cannot be made (a single producer warp's do not), or one warp where
+// every copy is a tensor copy (its registers go to the multipliers).
+template <class Base, int Producers = 128>
 struct CudaWarpSpecialized : Base {
   static constexpr int multiplier_threads = Base::team_threads;
-  // A warpgroup: where tensor maps cannot be made, its 16-byte copies keep
-  // up with the multiplies (a single producer warp's do not).
-  static constexpr int producer_threads = 128;
+  static constexpr int producer_threads = Producers;
   static constexpr int team_threads = multiplier_threads + producer_threads;
   static int team_size() { return team_threads; }
   using launch_bounds = Kokkos::LaunchBounds<team_threads, Base::min_teams>;
@@ -60,7 +61,8 @@ struct CudaWarpSpecialized : Base {
   // copies by every producer thread.
   static bool encode_map(void* map, const void* data, std::uint64_t rows, std::uint64_t cols,
                          int box_rows) {
-    return tensor_map::encode(map, data, rows, cols, std::uint32_t(box_rows));
+    return tensor_map::encode(map, data, rows, cols, std::uint32_t(box_rows),
+                              int(sizeof(typename Base::operand_type)));
   }
   KOKKOS_INLINE_FUNCTION static void acquire_map(const void* map) { tensor_map::acquire(map); }
   // Tile t (1024-byte aligned, its rows box_rows of the map) from (row, col).

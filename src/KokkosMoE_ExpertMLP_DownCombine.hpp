@@ -21,11 +21,11 @@ namespace Impl {
 // operand_row says so). Rows of y in sorted order and unweighted
 // (CombineKernel weighs them): a tile's stores are whole rows, with no
 // lookups (scattering weighted rows, with a lookup of each row's assignment
-// and weight, is much slower on the H200).
-template <class ExecutionSpace, class Scalar, TileSize Size>
-struct DownKernel
-    : ExpertTileKernel<ExecutionSpace, Scalar, DownFragment<ExecutionSpace, Scalar, Size>> {
-  using base = ExpertTileKernel<ExecutionSpace, Scalar, DownFragment<ExecutionSpace, Scalar, Size>>;
+// and weight, is much slower on the H200). (Frag as GateUpKernel's.)
+template <class ExecutionSpace, class Scalar, TileSize Size,
+          class Frag = DownFragment<ExecutionSpace, Scalar, Size>>
+struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
+  using base = ExpertTileKernel<ExecutionSpace, Scalar, Frag>;
   using base::BK;
   using base::BM;
   using base::BN;

@@ -62,11 +62,12 @@ KOKKOS_INLINE_FUNCTION ValueRun<Width> silu_times_as(const ValueRun<Width>& g,
 // products exist only in scratch. Split
 // over K (decode: few tiles), each part instead writes its gate and up
 // products to rows s * A + p of `partial` ([g | u], 2F wide) and
-// ActivationKernel finishes h.
-template <class ExecutionSpace, class Scalar, TileSize Size>
-struct GateUpKernel
-    : ExpertTileKernel<ExecutionSpace, Scalar, Fragment<ExecutionSpace, Scalar, Size>> {
-  using base = ExpertTileKernel<ExecutionSpace, Scalar, Fragment<ExecutionSpace, Scalar, Size>>;
+// ActivationKernel finishes h. (Frag: the shape's fragment, or a kernel's
+// that derives from this one with other operands: GateUpE4m3Kernel.)
+template <class ExecutionSpace, class Scalar, TileSize Size,
+          class Frag = Fragment<ExecutionSpace, Scalar, Size>>
+struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
+  using base = ExpertTileKernel<ExecutionSpace, Scalar, Frag>;
   using base::BK;
   using base::BM;
   using base::BN;

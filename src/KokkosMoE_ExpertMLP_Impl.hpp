@@ -8,10 +8,14 @@
 //   KokkosMoE_ExpertMLP_MainLoop.hpp    ExpertTileKernel: the K main loop over those
 //   KokkosMoE_ExpertMLP_GateUp.hpp      gate/up with SwiGLU, row gather, activation
 //   KokkosMoE_ExpertMLP_DownCombine.hpp down and the weighted combine
+//   KokkosMoE_ExpertMLP_E4m3.hpp        both with e4m3 operands (fragments that multiply codes)
+//   KokkosMoE_ActivationGroups.hpp      activations quantised for those
 #ifndef KOKKOSMOE_EXPERTMLP_IMPL_HPP
 #define KOKKOSMOE_EXPERTMLP_IMPL_HPP
 
+#include "KokkosMoE_ActivationGroups.hpp"
 #include "KokkosMoE_ExpertMLP_DownCombine.hpp"
+#include "KokkosMoE_ExpertMLP_E4m3.hpp"
 #include "KokkosMoE_ExpertMLP_GateUp.hpp"
 #include "KokkosMoE_ExpertMLP_TensorMaps.hpp"
 

@@ -16,6 +16,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace KokkosMoE {
 namespace Impl {
@@ -40,7 +41,11 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   static constexpr int max_run = 16;
   using token = token_type_t<Scalar>;
   using weight_loader = OperandLoader<Scalar, Frag>;
-  static_assert(check_fragment<Frag, token, member>(),
+  // The values the operand tiles take: tokens, or where the fragment
+  // multiplies block-scaled codes, the codes (activations come quantised).
+  static constexpr bool multiplies_codes = multiplies_block_scaled<Frag>;
+  using operand_source = std::conditional_t<multiplies_codes, Scalar, token>;
+  static_assert(check_fragment<Frag, operand_source, member>(),
                 "the expert kernels need a matrix fragment: KokkosMoE_FragmentContract.hpp");
 
   using typename schedule::Work;
@@ -91,7 +96,7 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   static_assert(!stages_weights || S % 2 == 0, "staged weights: an even number of stages");
   // Tensor copies cannot convert: block-scaled weights need fragments
   // whose threads load (the kernels' bulk paths count sizeof(Scalar) bytes).
-  static_assert(!is_block_scaled<Scalar>::value || frag::producer_threads == 0,
+  static_assert(!is_block_scaled<Scalar>::value || frag::producer_threads == 0 || multiplies_codes,
                 "block-scaled weights with tensor copies");
   KOKKOS_INLINE_FUNCTION static constexpr int weight_buffer(int b) {
     return stages_weights ? b % 2 : b;

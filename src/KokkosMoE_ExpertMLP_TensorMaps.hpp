@@ -68,43 +68,53 @@ constexpr bool bulk_copies() {
          DownFragment<ExecutionSpace, Scalar, TileSize::large>::producer_threads > 0;
 }
 
-// The tensor maps of the large kernels' operands (gate, up and down
+// The tensor maps of a pair of kernels' operands (gate, up and down
 // weights, activations h, gathered rows of x) in device memory, for
-// fragments with bulk copies;
-// an empty view elsewhere or where a map cannot be made (unaligned rows,
-// strided views, no driver entry point): the kernels then copy 16 bytes at
-// a time. Made once per layer, so a forward does no host work for them.
-// Boxes are the large kernels' tiles: gate/up's BN (weights) and BM (x's
-// rows), down's BN (weights) and BM (h).
+// fragments with bulk copies (GateUp's and Down's); an empty view where a
+// map cannot be made (unaligned rows, strided views, no driver entry
+// point): the kernels then copy 16 bytes at a time. Made once per layer, so
+// a forward does no host work for them. Boxes: gate/up's BN weight rows,
+// down's BN, and `activation_rows` rows of h and of x's gathered rows.
+template <class MemorySpace, class GateUp, class Down, class Weights, class Activations,
+          class Gathered>
+Kokkos::View<std::uint64_t*, MemorySpace> copy_maps_of(const Weights& w, const Activations& h,
+                                                       const Gathered& gathered,
+                                                       int activation_rows) {
+  constexpr int words = ExpertTileMaps<GateUp>::map_words;
+  Kokkos::View<std::uint64_t*, MemorySpace> maps;
+  alignas(64) std::uint64_t host[copy_map_count][words] = {};
+  const std::uint64_t E = w.gate.extent(0), F = w.gate.extent(1), H = w.gate.extent(2);
+  const bool made =
+      w.gate.span_is_contiguous() && w.up.span_is_contiguous() && w.down.span_is_contiguous() &&
+      h.span_is_contiguous() && gathered.span_is_contiguous() &&
+      GateUp::encode_map(host[gate_map], w.gate.data(), E * F, H, GateUp::tile_n) &&
+      GateUp::encode_map(host[up_map], w.up.data(), E * F, H, GateUp::tile_n) &&
+      Down::encode_map(host[down_map], w.down.data(), E * H, F, Down::tile_n) &&
+      Down::encode_map(host[activations_map], h.data(), h.extent(0), F, activation_rows) &&
+      GateUp::encode_map(host[gathered_map], gathered.data(), gathered.extent(0), H,
+                         activation_rows);
+  if (!made) return maps;
+  maps = decltype(maps)("KokkosMoE::tensor_maps", copy_map_count * words);
+  if (reinterpret_cast<std::uintptr_t>(maps.data()) % 64 != 0) return decltype(maps)();
+  Kokkos::deep_copy(maps, Kokkos::View<const std::uint64_t*, Kokkos::HostSpace,
+                                       Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
+                              &host[0][0], copy_map_count * words));
+  return maps;
+}
+
+// The large kernels' maps (boxes of their tiles), where they take bulk
+// copies; an empty view elsewhere.
 template <class ExecutionSpace, class Scalar, class Weights, class Activations>
 Kokkos::View<std::uint64_t*, typename ExecutionSpace::memory_space> copy_maps(
     const Weights& w, const Activations& h, const Activations& gathered) {
   using gate_up = Fragment<ExecutionSpace, Scalar, TileSize::large>;
   using down = DownFragment<ExecutionSpace, Scalar, TileSize::large>;
-  Kokkos::View<std::uint64_t*, typename ExecutionSpace::memory_space> maps;
   if constexpr (bulk_copies<ExecutionSpace, Scalar>()) {
     static_assert(gate_up::tile_m == down::tile_m, "one tile height for the tile-major x and h");
-    constexpr int words = ExpertTileMaps<gate_up>::map_words;
-    alignas(64) std::uint64_t host[copy_map_count][words] = {};
-    const std::uint64_t E = w.gate.extent(0), F = w.gate.extent(1), H = w.gate.extent(2);
-    const bool made =
-        w.gate.span_is_contiguous() && w.up.span_is_contiguous() && w.down.span_is_contiguous() &&
-        h.span_is_contiguous() &&
-        gate_up::encode_map(host[gate_map], w.gate.data(), E * F, H, gate_up::tile_n) &&
-        gate_up::encode_map(host[up_map], w.up.data(), E * F, H, gate_up::tile_n) &&
-        down::encode_map(host[down_map], w.down.data(), E * H, F, down::tile_n) &&
-        down::encode_map(host[activations_map], h.data(), h.extent(0), F, down::tile_m) &&
-        gathered.span_is_contiguous() &&
-        gate_up::encode_map(host[gathered_map], gathered.data(), gathered.extent(0), H,
-                            gate_up::tile_m);
-    if (!made) return maps;
-    maps = decltype(maps)("KokkosMoE::tensor_maps", copy_map_count * words);
-    if (reinterpret_cast<std::uintptr_t>(maps.data()) % 64 != 0) return decltype(maps)();
-    Kokkos::deep_copy(maps, Kokkos::View<const std::uint64_t*, Kokkos::HostSpace,
-                                         Kokkos::MemoryTraits<Kokkos::Unmanaged>>(
-                                &host[0][0], copy_map_count * words));
+    return copy_maps_of<typename ExecutionSpace::memory_space, gate_up, down>(w, h, gathered,
+                                                                              down::tile_m);
   }
-  return maps;
+  return {};
 }
 
 }  // namespace Impl

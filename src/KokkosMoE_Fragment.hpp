@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 namespace KokkosMoE {
 namespace Impl {
@@ -69,6 +70,32 @@ struct DefaultDownFragment {
 template <class ExecutionSpace, class Scalar, TileSize Size = TileSize::large>
 struct DownFragment : DefaultDownFragment<ExecutionSpace, Scalar, Size>::type {};
 
+// Where a backend multiplies e4m3 codes on its own (multiplies_block_scaled
+// fragments), its gate/up and down fragments of each shape for e4m3
+// weights; void elsewhere (Fragment's dequantise instead).
+template <class ExecutionSpace, TileSize Size>
+struct E4m3Fragment {
+  using gate_up = void;
+  using down = void;
+};
+template <class ExecutionSpace>
+constexpr bool has_e4m3_fragments() {
+  return !std::is_void<typename E4m3Fragment<ExecutionSpace, TileSize::large>::gate_up>::value;
+}
+
+template <class ExecutionSpace>
+int e4m3_tile_rows(TileSize size) {
+  if constexpr (has_e4m3_fragments<ExecutionSpace>()) {
+    return size == TileSize::small ? E4m3Fragment<ExecutionSpace, TileSize::small>::gate_up::tile_m
+           : size == TileSize::medium
+               ? E4m3Fragment<ExecutionSpace, TileSize::medium>::gate_up::tile_m
+               : E4m3Fragment<ExecutionSpace, TileSize::large>::gate_up::tile_m;
+  } else {
+    (void)size;
+    return 0;
+  }
+}
+
 // Rows per tile of each shape, and the fewest over all shapes (the dispatch
 // plan is sized for the most tiles).
 template <class ExecutionSpace, class Scalar>
@@ -93,6 +120,7 @@ int min_tile_rows() {
 // file and a line here.
 #include "KokkosMoE_Cuda_Fragment.hpp"
 #include "KokkosMoE_Cuda_Wgmma_Fragment.hpp"
+#include "KokkosMoE_Cuda_E4m3Fragment.hpp"
 #include "KokkosMoE_Host_Fragment.hpp"
 
 #endif

@@ -76,6 +76,14 @@
 //                     elements [c, c + 16) of row r; false: not done here,
 //                     the loader converts element by element
 //
+// Block-scaled codes multiplied as they are (optional: E4m3Fragment's)
+//   static constexpr bool multiplies_block_scaled  true: operand tiles of
+//                     e4m3 codes, tile_k one scale block (128); the kernels
+//                     fill them by bulk copies only, the activations
+//                     quantised in 1 x 128 groups beforehand, and mma_nt
+//                     takes a last BlockScales argument (the step's scale
+//                     of each activation row and of each weight tile)
+//
 // Weights read in place (optional, not for block-scaled weights)
 //   static constexpr bool weights_in_place  true: the kernels load no weight
 //                     tiles; mma_nt takes, in place of each b tile, an
@@ -258,6 +266,24 @@ using weights_in_place_flag = std::integral_constant<bool, Frag::weights_in_plac
 template <class Frag, class Scalar>
 constexpr bool reads_weights_in_place = optional_flag<weights_in_place_flag, Frag>() &&
                                         !is_block_scaled<Scalar>::value;
+
+// Fragments that multiply block-scaled codes themselves (the optional
+// multiplies_block_scaled): operand tiles of e4m3 codes, one scale block of K
+// per step, whose mma_nt takes the step's scales as a last argument. Their
+// kernels' activations come quantised (KokkosMoE_ActivationGroups.hpp).
+template <class Frag>
+using multiplies_block_scaled_flag = std::integral_constant<bool, Frag::multiplies_block_scaled>;
+template <class Frag>
+constexpr bool multiplies_block_scaled = optional_flag<multiplies_block_scaled_flag, Frag>();
+// The scales of one K step of such a fragment: the activation row r's at
+// rows[r * stride] (r a row of the operand tile; null: 1), and those of the
+// weight tiles (gate then up, or down's), one each (a weight tile lies in
+// one 128 x 128 block).
+struct BlockScales {
+  const float* rows = nullptr;
+  std::int64_t stride = 0;
+  float weights[2] = {1.0f, 1.0f};
+};
 
 // The check the kernels apply (ExpertTileKernel): true for a fragment, else
 // compile errors that name the parts of the contract F misses.

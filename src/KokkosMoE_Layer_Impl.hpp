@@ -153,10 +153,50 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
     gathered_rows_ = decltype(gathered_rows_)();
     h_ = decltype(h_)("KokkosMoE::activations", T * k, F);
   }
+  if constexpr (Impl::has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value)
+    use_e4m3_operands();
+}
+
+template <class ExecutionSpace, class Scalar>
+void Layer<ExecutionSpace, Scalar>::use_e4m3_operands() {
+  if constexpr (Impl::has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value) {
+    // Tile-major rows for the most tiles of any shape.
+    const std::int64_t E = config_.num_experts, H = config_.hidden_size, F = config_.ffn_size;
+    const std::int64_t A = config_.max_tokens * config_.top_k;
+    std::int64_t rows = 0;
+    for (auto size : {Impl::TileSize::small, Impl::TileSize::medium, Impl::TileSize::large}) {
+      const int bm = Impl::e4m3_tile_rows<ExecutionSpace>(size);
+      rows = std::max(rows, DispatchPlan<memory_space>::max_tiles(A, int(E), bm) * bm);
+    }
+    auto h = decltype(h_)("KokkosMoE::activations", rows, F);
+    auto x_codes = decltype(x_codes_)("KokkosMoE::x_codes", rows, H);
+    auto h_codes = decltype(h_codes_)("KokkosMoE::h_codes", rows, F);
+    using large = Impl::E4m3Fragment<ExecutionSpace, Impl::TileSize::large>;
+    using medium = Impl::E4m3Fragment<ExecutionSpace, Impl::TileSize::medium>;
+    using small = Impl::E4m3Fragment<ExecutionSpace, Impl::TileSize::small>;
+    // One set of maps, whose boxes are every shape's weight tiles.
+    static_assert(large::gate_up::tile_n == medium::gate_up::tile_n &&
+                      large::gate_up::tile_n == small::gate_up::tile_n &&
+                      large::down::tile_n == medium::down::tile_n &&
+                      large::down::tile_n == small::down::tile_n,
+                  "e4m3 shapes whose weight tiles differ need maps of their own");
+    auto maps = Impl::copy_maps_of<memory_space, typename large::gate_up, typename large::down>(
+        weights_, h_codes, x_codes,
+        Impl::GateUpE4m3Kernel<ExecutionSpace, Impl::TileSize::large>::activation_box);
+    if (maps.size() == 0) return;  // the kernels that dequantise
+    e4m3_operands_ = true;
+    copy_maps_ = maps;
+    h_ = h;
+    x_codes_ = x_codes;
+    h_codes_ = h_codes;
+    x_scales_ = decltype(x_scales_)("KokkosMoE::x_scales", rows, weights_type::blocks(H));
+    h_scales_ = decltype(h_scales_)("KokkosMoE::h_scales", rows, weights_type::blocks(F));
+  }
 }
 
 template <class ExecutionSpace, class Scalar>
 bool Layer<ExecutionSpace, Scalar>::activations_tile_major() const {
+  if (e4m3_operands_) return true;
   return Impl::TileSize(tile_size_) == Impl::TileSize::large && copy_maps_.size() > 0;
 }
 
@@ -251,6 +291,8 @@ void Layer<ExecutionSpace, Scalar>::dispatch(const const_ids_view& ids, std::int
   dispatched_tokens_ = num_tokens;
   gated_tokens_ = -1;
   plan_.tile_rows = Impl::tile_rows<ExecutionSpace, Scalar>(size);
+  if constexpr (Impl::has_e4m3_fragments<ExecutionSpace>())
+    if (e4m3_operands_) plan_.tile_rows = Impl::e4m3_tile_rows<ExecutionSpace>(size);
   Impl::DispatchKernels<ExecutionSpace>{plan_, ids, config_.num_experts, config_.top_k,
                                         int(assignments)}
       .run(exec_, one_team_threads_);
@@ -277,6 +319,8 @@ template <class ExecutionSpace, class Scalar>
 template <int Size>
 void Layer<ExecutionSpace, Scalar>::gate_up_tiles(const const_tokens_view& x,
                                                   std::int64_t num_tokens) {
+  if constexpr (Impl::has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value)
+    if (e4m3_operands_) return gate_up_e4m3<Size>(x, num_tokens);
   using kernel = Impl::GateUpKernel<ExecutionSpace, Scalar, Impl::TileSize(Size)>;
   const std::int64_t assignments = num_tokens * config_.top_k;
   kernel f;
@@ -333,24 +377,26 @@ void Layer<ExecutionSpace, Scalar>::down_combine(const const_weights_view& routi
   check_width(routing_weights, config_.top_k, "routing weights");
   check_follows(gated_tokens_, num_tokens, "down_combine", "gate_up");
   if (num_tokens * config_.top_k == 0) return;
+  int splits = 1;
   switch (Impl::TileSize(tile_size_)) {
-    case Impl::TileSize::small:
-      down_combine_tiles<int(Impl::TileSize::small)>(routing_weights, out, num_tokens);
-      break;
+    case Impl::TileSize::small: splits = down_tiles<int(Impl::TileSize::small)>(num_tokens); break;
     case Impl::TileSize::medium:
-      down_combine_tiles<int(Impl::TileSize::medium)>(routing_weights, out, num_tokens);
+      splits = down_tiles<int(Impl::TileSize::medium)>(num_tokens);
       break;
-    case Impl::TileSize::large:
-      down_combine_tiles<int(Impl::TileSize::large)>(routing_weights, out, num_tokens);
-      break;
+    case Impl::TileSize::large: splits = down_tiles<int(Impl::TileSize::large)>(num_tokens); break;
   }
+  // Four columns per item, except for split-K batches (decode: a few
+  // tokens, many K parts to sum), whose one column per item keeps 4x the
+  // threads loading (Mixtral-8x7B, one token: 1.7 % slower with four).
+  if (splits > 1) combine<1>(routing_weights, out, num_tokens, splits);
+  else combine<4>(routing_weights, out, num_tokens, splits);
 }
 
 template <class ExecutionSpace, class Scalar>
 template <int Size>
-void Layer<ExecutionSpace, Scalar>::down_combine_tiles(const const_weights_view& routing_weights,
-                                                       const tokens_view& out,
-                                                       std::int64_t num_tokens) {
+int Layer<ExecutionSpace, Scalar>::down_tiles(std::int64_t num_tokens) {
+  if constexpr (Impl::has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value)
+    if (e4m3_operands_) return down_e4m3<Size>(num_tokens);
   constexpr auto size = Impl::TileSize(Size);
   using kernel = Impl::DownKernel<ExecutionSpace, Scalar, size>;
   const std::int64_t assignments = num_tokens * config_.top_k;
@@ -375,11 +421,7 @@ void Layer<ExecutionSpace, Scalar>::down_combine_tiles(const const_weights_view&
               kernel::frag::split_k_teams());
   Kokkos::parallel_for("KokkosMoE::down",
                        f.make_policy(exec_, tiles, kernel::scratch_bytes(), "KokkosMoE::down"), f);
-  // Four columns per item, except for split-K batches (decode: a few
-  // tokens, many K parts to sum), whose one column per item keeps 4x the
-  // threads loading (Mixtral-8x7B, one token: 1.7 % slower with four).
-  if (f.splits > 1) combine<1>(routing_weights, out, num_tokens, f.splits);
-  else combine<4>(routing_weights, out, num_tokens, f.splits);
+  return f.splits;
 }
 
 template <class ExecutionSpace, class Scalar>
@@ -397,6 +439,92 @@ void Layer<ExecutionSpace, Scalar>::combine(const const_weights_view& routing_we
                            exec_, 0, kernel::items(num_tokens, config_.hidden_size)),
                        kernel{y_, plan_.position, routing_weights, out, config_.top_k,
                               config_.hidden_size, splits, num_tokens * config_.top_k});
+}
+
+template <class ExecutionSpace, class Scalar>
+template <class Source>
+void Layer<ExecutionSpace, Scalar>::quantize_rows(
+    const Source& source, bool gather, int tile_rows, std::int64_t tiles,
+    const Kokkos::View<float8_e4m3**, Kokkos::LayoutRight, memory_space>& codes,
+    const Kokkos::View<float**, Kokkos::LayoutRight, memory_space>& scales) {
+  using kernel = Impl::QuantizeGroupsKernel<ExecutionSpace, token_type>;
+  kernel q;
+  q.plan = plan_;
+  q.source = source;
+  q.codes = codes;
+  q.scales = scales;
+  q.k = config_.top_k;
+  q.experts = config_.num_experts;
+  q.tile_rows = tile_rows;
+  q.gather = gather;
+  Kokkos::parallel_for("KokkosMoE::quantize_rows", kernel::make_policy(exec_, tiles, tile_rows), q);
+}
+
+template <class ExecutionSpace, class Scalar>
+template <int Size>
+void Layer<ExecutionSpace, Scalar>::gate_up_e4m3(const const_tokens_view& x,
+                                                 std::int64_t num_tokens) {
+  if constexpr (Impl::has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value) {
+    using kernel = Impl::GateUpE4m3Kernel<ExecutionSpace, Impl::TileSize(Size)>;
+    const std::int64_t assignments = num_tokens * config_.top_k;
+    const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts,
+                                                             kernel::BM);
+    quantize_rows(x, true, kernel::BM, tiles, x_codes_, x_scales_);
+    kernel f;
+    f.plan = plan_;
+    f.experts = config_.num_experts;
+    f.k = config_.top_k;
+    f.column_blocks = int((config_.ffn_size + kernel::BN - 1) / kernel::BN);
+    f.gate = weights_.gate;
+    f.up = weights_.up;
+    f.gate_scale = weights_.gate_scale;
+    f.up_scale = weights_.up_scale;
+    f.h = h_;
+    f.assignments = int(assignments);
+    f.maps = copy_maps_.data();
+    f.activation_scales = x_scales_;
+    f.depth = int(config_.hidden_size);
+    Kokkos::parallel_for("KokkosMoE::gate_up",
+                         f.make_policy(exec_, tiles, kernel::scratch_bytes(), "KokkosMoE::gate_up"),
+                         f);
+    quantize_rows(h_, false, kernel::BM, tiles, h_codes_, h_scales_);
+  } else {
+    (void)x, (void)num_tokens;
+  }
+}
+
+template <class ExecutionSpace, class Scalar>
+template <int Size>
+int Layer<ExecutionSpace, Scalar>::down_e4m3(std::int64_t num_tokens) {
+  if constexpr (Impl::has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value) {
+    using kernel = Impl::DownE4m3Kernel<ExecutionSpace, Impl::TileSize(Size)>;
+    const std::int64_t assignments = num_tokens * config_.top_k;
+    kernel f;
+    f.plan = plan_;
+    f.experts = config_.num_experts;
+    f.k = config_.top_k;
+    f.column_blocks = int((config_.hidden_size + kernel::BN - 1) / kernel::BN);
+    f.h = h_;
+    f.down = weights_.down;
+    f.down_scale = weights_.down_scale;
+    f.y = y_;
+    f.assignments = int(assignments);
+    f.maps = copy_maps_.data();
+    f.activation_scales = h_scales_;
+    f.depth = int(config_.ffn_size);
+    const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts,
+                                                             kernel::BM);
+    if (!config_.batch_invariant)
+      f.split_k(tiles, f.depth, assignments, std::int64_t(y_.extent(0)),
+                kernel::frag::split_k_teams());
+    Kokkos::parallel_for("KokkosMoE::down",
+                         f.make_policy(exec_, tiles, kernel::scratch_bytes(), "KokkosMoE::down"),
+                         f);
+    return f.splits;
+  } else {
+    (void)num_tokens;
+    return 1;
+  }
 }
 
 template <class ExecutionSpace, class Scalar>

@@ -36,6 +36,15 @@ struct Problem {
   typename layer_type::tokens_view x, out;
   typename layer_type::ids_view ids;
   typename layer_type::weights_view routing_weights;
+  // Whether the layer checked quantizes its activations (the reference
+  // then does too): set from it by ran_on.
+  bool quantized_activations = false;
+  void ran_on(const layer_type& layer) { quantized_activations = layer.quantizes_activations(); }
+  // The tolerance of error() for the layer checked.
+  double tolerance() const {
+    return quantized_activations ? quantized_activations_tolerance()
+                                 : reference_tolerance<Scalar>();
+  }
 
   Problem(int E, int k, std::int64_t H, std::int64_t F, std::int64_t T,
           RoutingMode mode = RoutingMode::external, std::uint64_t seed = 7) {
@@ -71,7 +80,8 @@ struct Problem {
     Kokkos::View<int*, mem> tokens("tokens", T);
     Kokkos::parallel_for(
         Kokkos::RangePolicy<Space>(0, T), KOKKOS_LAMBDA(int i) { tokens(i) = i; });
-    auto ref = reference_experts<Space, Scalar>(Space(), weights, x, use_ids, use_weights, tokens);
+    auto ref = reference_experts<Space, Scalar>(Space(), weights, x, use_ids, use_weights, tokens,
+                                                nullptr, quantized_activations);
     std::vector<int> rows(T);
     std::iota(rows.begin(), rows.end(), 0);
     return max_row_relative_error(out, ref, rows);

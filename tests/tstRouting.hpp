@@ -63,6 +63,7 @@ TYPED_TEST(ROUTING_SUITE, SoftmaxTopKEveryKUpToE) {
         Problem<Space, Scalar> p(E, k, 24, 8, 20, RoutingMode::softmax_topk, E * 31 + k);
         p.config.renormalize = renormalize;
         Layer<Space, Scalar> layer(p.config, p.weights);
+        p.ran_on(layer);
         expect_routing_matches(p, layer, 20);
       }
     }
@@ -86,6 +87,7 @@ TYPED_TEST(ROUTING_SUITE, SigmoidGroupLimitedTopK) {
     p.config.renormalize = g.renormalize;
     p.config.routed_scaling = g.scaling;
     Layer<Space, Scalar> layer(p.config, p.weights);
+    p.ran_on(layer);
     expect_routing_matches(p, layer, 30);
   }
 }

@@ -89,6 +89,13 @@ class Layer {
   // tile t (plan().tiles(t, 1) + r in sorted order) at t * plan().tile_rows
   // + r, the tile's rows past its last zero.
   bool activations_tile_major() const;
+  // Whether the expert kernels multiply e4m3 codes on the tensor cores
+  // (e4m3 weights, CUDA sm_90a builds, rows that tensor copies can read):
+  // x's rows and h are then quantised to e4m3 in groups of 1 x 128 along K,
+  // each group scaled by its largest magnitude / 448 (DeepSeek-V3's recipe),
+  // and h is rounded to token_type before it is quantised. Otherwise the
+  // kernels multiply the weights' values in token_type or float.
+  bool quantizes_activations() const { return e4m3_operands_; }
 
   // Checks routing before it is given to forward: ids in [0, E) and distinct
   // within a row, weights finite. Throws std::invalid_argument naming the
@@ -118,9 +125,23 @@ class Layer {
   // sizes, medium, large for many rows per expert).
   template <int Size>
   void gate_up_tiles(const const_tokens_view& x, std::int64_t num_tokens);
+  // (down: the expert outputs of each K part; returns the parts.)
   template <int Size>
-  void down_combine_tiles(const const_weights_view& routing_weights, const tokens_view& out,
-                          std::int64_t num_tokens);
+  int down_tiles(std::int64_t num_tokens);
+  // The same with e4m3 operands (quantizes_activations()).
+  template <int Size>
+  void gate_up_e4m3(const const_tokens_view& x, std::int64_t num_tokens);
+  template <int Size>
+  int down_e4m3(std::int64_t num_tokens);
+  // Takes e4m3 operands where the backend has them and tensor maps of the
+  // weights and activations can be made (constructor).
+  void use_e4m3_operands();
+  // Quantises `rows` tile-major rows (gathered from x's, or h's own) in
+  // groups (see quantizes_activations).
+  template <class Source>
+  void quantize_rows(const Source& source, bool gather, int tile_rows, std::int64_t tiles,
+                     const Kokkos::View<float8_e4m3**, Kokkos::LayoutRight, memory_space>& codes,
+                     const Kokkos::View<float**, Kokkos::LayoutRight, memory_space>& scales);
   // The weighted sum of each token's expert outputs (the sum of `splits` K
   // parts each), Width columns per item where y's rows allow.
   template <int Width>
@@ -152,6 +173,11 @@ class Layer {
   // large kernels use them (empty otherwise).
   Kokkos::View<std::uint64_t*, memory_space> copy_maps_;
   Kokkos::View<token_type**, Kokkos::LayoutRight, memory_space> gathered_rows_;
+  // With e4m3 operands (quantizes_activations): x's gathered rows and h as
+  // e4m3 codes, tile-major, and their scales ([rows, ceil(H or F / 128)]).
+  bool e4m3_operands_ = false;
+  Kokkos::View<float8_e4m3**, Kokkos::LayoutRight, memory_space> x_codes_, h_codes_;
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> x_scales_, h_scales_;
 };
 
 }  // namespace KokkosMoE

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Block-scaled e4m3 expert weights made from wider ones, and back: each
 // 128 x 128 block of an expert's gate, up and down matrix gets the scale
-// amax / 448 (amax its largest magnitude; 1 for a block of zeros), and its
-// elements value / scale rounded to nearest even (DeepSeek-V3's recipe and
+// e4m3_scale(amax) (amax / 448, amax its largest magnitude; 1 for a block
+// of zeros), and its elements value / scale rounded to nearest even (DeepSeek-V3's recipe and
 // layout). Runs on the weights' memory space.
 #ifndef KOKKOSMOE_QUANTIZE_HPP
 #define KOKKOSMOE_QUANTIZE_HPP
@@ -68,12 +68,7 @@ void quantize_blocks(const Tensor& t, const Quantized& q, const Scales& scale,
               a = v < 0 ? (-v > a ? -v : a) : (v > a ? v : a);
             },
             Kokkos::Max<float>(amax));
-        // (At least the smallest normal float: amax / 448 of a block of
-        // subnormals would flush to zero on some devices.)
-        const float s = amax > 0
-                            ? (amax / float8_e4m3::max > 1.17549435e-38f ? amax / float8_e4m3::max
-                                                                         : 1.17549435e-38f)
-                            : 1.0f;
+        const float s = e4m3_scale(amax);
         Kokkos::parallel_for(Kokkos::TeamThreadRange(m, rows * cols), [&](int i) {
           const int r = r0 + i / cols, c = c0 + i % cols;
           q(e, r, c) = float8_e4m3(to_float(t(e, r, c)) / s);

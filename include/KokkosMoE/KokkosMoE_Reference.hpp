@@ -37,6 +37,17 @@ constexpr double reference_tolerance() {
   return ScalarTraits<Scalar>::epsilon < 1e-6 ? 1e-4 : ScalarTraits<Scalar>::epsilon;
 }
 
+// The tolerance for a layer that quantizes_activations(), against the
+// reference that quantises them alike: the tensor cores accumulate e4m3
+// products with fewer bits than float, so an element of h can differ from
+// the reference's by a bf16 ulp before its own rounding to e4m3, and then
+// take the neighbouring code (measured on the H200: a few elements in a
+// thousand). One such element moves its row's outputs by up to an e4m3 ulp
+// (2^-3) of its term, which for rows of 48 or more terms of like size stays
+// under 2^-4 of the row's largest output: e4m3's unit roundoff. (A wrong
+// scale, row or K step moves them by far more.)
+constexpr double quantized_activations_tolerance() { return 0x1p-4; }
+
 // out_ref[s, :] = sum_j w[t, j] down[e](silu(gate[e] x[t]) * (up[e] x[t])) for the
 // sampled tokens t = tokens[s], e = ids[t, j], in double. Ids outside [0, E)
 // contribute nothing, as in the layer. Returns a host view [S, H]. Name
@@ -45,6 +56,10 @@ constexpr double reference_tolerance() {
 // k * F terms w[t, j] down[e](n, f) h[j, f] that out_ref[s, n] sums: the
 // scale of the layer's rounding errors in that output (the replay driver's
 // check, drivers/ReplayCheck.hpp).
+// With e4m3_activations, x and h as a layer that quantizes_activations()
+// multiplies them: each row's groups of 128 values along K quantised to e4m3
+// with their scales, h rounded to the token type before (the layer stores
+// it so); the rest in double.
 template <class ExecutionSpace, class Scalar>
 Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> reference_experts(
     const ExecutionSpace& exec, const Weights<Scalar, typename ExecutionSpace::memory_space>& w,
@@ -55,7 +70,8 @@ Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> reference_experts
     const Kokkos::View<const float**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space>&
         weights,
     const Kokkos::View<const int*, typename ExecutionSpace::memory_space>& tokens,
-    Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace>* term_rss = nullptr) {
+    Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace>* term_rss = nullptr,
+    bool e4m3_activations = false) {
   using mem = typename ExecutionSpace::memory_space;
   using range = Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>;
   const std::int64_t S = tokens.extent(0);
@@ -72,6 +88,27 @@ Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> reference_experts
   Kokkos::View<double**, Kokkos::LayoutRight, mem> out("KokkosMoE::reference::out", S, H);
   Kokkos::View<double**, Kokkos::LayoutRight, mem> rss("KokkosMoE::reference::rss",
                                                        term_rss ? S : 0, term_rss ? H : 0);
+  using token = token_type_t<Scalar>;
+  constexpr int group = weight_block;
+  // The sampled rows of x as multiplied (see e4m3_activations).
+  Kokkos::View<double**, Kokkos::LayoutRight, mem> xs("KokkosMoE::reference::x", S, H);
+  const std::int64_t HG = (H + group - 1) / group, FG = (F + group - 1) / group;
+  Kokkos::parallel_for(
+      "KokkosMoE::reference::x", range(exec, 0, S * HG), KOKKOS_LAMBDA(std::int64_t i) {
+        const std::int64_t s = i / HG, c0 = (i % HG) * group, c1 = c0 + group < H ? c0 + group : H;
+        const int t = tokens(s);
+        float amax = 0;
+        for (std::int64_t c = c0; c < c1; ++c) {
+          const float v = Impl::to_float(x(t, c));
+          amax = amax > (v < 0 ? -v : v) ? amax : (v < 0 ? -v : v);
+        }
+        const float scale = Impl::e4m3_scale(amax);
+        for (std::int64_t c = c0; c < c1; ++c) {
+          const float v = Impl::to_float(x(t, c));
+          xs(s, c) = e4m3_activations ? double(float(float8_e4m3(v / scale))) * double(scale)
+                                      : double(v);
+        }
+      });
   Kokkos::parallel_for(
       "KokkosMoE::reference::gate_up", range(exec, 0, S * k * F), KOKKOS_LAMBDA(std::int64_t i) {
         const std::int64_t s = i / (k * F), j = (i / F) % k, f = i % F;
@@ -79,12 +116,28 @@ Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> reference_experts
         if (e < 0 || e >= E) return;
         double g = 0, u = 0;
         for (std::int64_t c = 0; c < H; ++c) {
-          const double xv = double(Impl::to_float(x(t, c)));
+          const double xv = xs(s, c);
           g += xv * double(Impl::weight_value(gate, gate_scale, e, f, c));
           u += xv * double(Impl::weight_value(up, up_scale, e, f, c));
         }
         h(s, j, f) = g / (1.0 + Impl::math::exp(-g)) * u;
       });
+  if (e4m3_activations)
+    Kokkos::parallel_for(
+        "KokkosMoE::reference::h", range(exec, 0, S * k * FG), KOKKOS_LAMBDA(std::int64_t i) {
+          const std::int64_t s = i / (k * FG), j = (i / FG) % k, f0 = (i % FG) * group;
+          const std::int64_t f1 = f0 + group < F ? f0 + group : F;
+          float amax = 0;
+          for (std::int64_t f = f0; f < f1; ++f) {
+            const float v = Impl::to_float(token(float(h(s, j, f))));
+            amax = amax > (v < 0 ? -v : v) ? amax : (v < 0 ? -v : v);
+          }
+          const float scale = Impl::e4m3_scale(amax);
+          for (std::int64_t f = f0; f < f1; ++f) {
+            const float v = Impl::to_float(token(float(h(s, j, f))));
+            h(s, j, f) = double(float(float8_e4m3(v / scale))) * double(scale);
+          }
+        });
   Kokkos::parallel_for(
       "KokkosMoE::reference::down", range(exec, 0, S * H), KOKKOS_LAMBDA(std::int64_t i) {
         const std::int64_t s = i / H, n = i % H;

@@ -131,6 +131,19 @@ struct float8_e4m3 {
   }
 };
 
+namespace Impl {
+// The scale of a group of values quantised to e4m3 (a weight block, an
+// activation group): amax / 448 (amax the largest magnitude), at least the
+// smallest normal float (amax / 448 of subnormals would flush to zero on
+// some devices), 1 for a group of zeros. Its values are value / scale,
+// rounded to nearest even.
+KOKKOS_INLINE_FUNCTION float e4m3_scale(float amax) {
+  if (!(amax > 0)) return 1.0f;
+  const float s = amax / float8_e4m3::max;
+  return s > 1.17549435e-38f ? s : 1.17549435e-38f;
+}
+}  // namespace Impl
+
 // Block-scaled storage types: a value is the stored element times the float
 // scale of its block of weight_block x weight_block elements (rows, columns
 // of each expert's matrix), DeepSeek-V3's layout.

@@ -58,9 +58,12 @@ bool check(const char* name) {
   Kokkos::View<int*, Mem> dev_tokens("tokens", T);
   Kokkos::deep_copy(dev_tokens, Kokkos::View<const int*, Kokkos::HostSpace>(tokens.data(), T));
   const auto ref = KokkosMoE::reference_experts<Space, Scalar>(Space(), w, x, layer.routing_ids(),
-                                                               layer.routing_weights(), dev_tokens);
+                                                               layer.routing_weights(), dev_tokens,
+                                                               nullptr,
+                                                               layer.quantizes_activations());
   const double err = KokkosMoE::max_row_relative_error(out, ref, tokens);
-  const double tol = KokkosMoE::reference_tolerance<Scalar>();
+  const double tol = layer.quantizes_activations() ? KokkosMoE::quantized_activations_tolerance()
+                                                   : KokkosMoE::reference_tolerance<Scalar>();
   bool ok = err <= tol;
   std::printf("install test %s: forward T=%lld, max error %.2e (tolerance %.1e)", name,
               (long long)T, err, tol);
