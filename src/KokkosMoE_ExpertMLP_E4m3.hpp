@@ -18,27 +18,77 @@
 namespace KokkosMoE {
 namespace Impl {
 
-// What both kernels add: the quantised activations' scales and the tensor
-// copy of an activation tile (rows of the tile-major codes, 64 per box).
-template <class Base>
+// What both kernels share, on top of theirs (Base), for the kernel Derived:
+// the quantised activations' scales, K (depth), no row sources (every copy
+// is a tensor copy), and a K step's loads: the activation tile (rows of the
+// tile-major codes at ActivationMap, 64 per box) and Weights weight tiles
+// (the maps from FirstWeightMap on), one after the other in scratch, from
+// Derived::weight_row(w).
+template <class Base, class Derived, int Weights, int ActivationMap, int FirstWeightMap>
 struct E4m3Operands : Base {
   using typename Base::frag;
+  using typename Base::member;
   using typename Base::tile;
   using typename Base::Work;
-  static constexpr int BM = Base::BM, BK = Base::BK;
+  using Loader = typename Base::Loader;
+  static constexpr int BM = Base::BM, BN = Base::BN, BK = Base::BK, S = Base::S;
   static constexpr int activation_box = 64;
   static_assert(BM % activation_box == 0, "whole boxes of activation rows");
   static_assert(Base::multiplies_codes, "a fragment that multiplies e4m3 codes");
 
   // The activations' scales: [tile-major rows, ceil(K / 128)].
   Kokkos::View<const float**, Kokkos::LayoutRight, typename Base::memory_space> activation_scales;
+  int depth = 0;  // K: H for gate/up, F for down
 
-  KOKKOS_FORCEINLINE_FUNCTION void load_activations(const tile& t, int map, const Work& w, int k0,
-                                                    std::uint64_t* barrier) const {
-    for (int r = 0; r < BM; r += activation_box)
-      frag::bulk_load(tile(t.data() + std::size_t(r) * BK, activation_box, BK), this->map(map),
-                      this->operand_row(w) + r, k0, barrier);
+  static std::size_t scratch_bytes() {
+    return frag::operand_bytes(S * BM) + frag::operand_bytes(S * Weights * BN);
   }
+  struct Team {
+    tile xs, ws;  // S stages of activations; of Weights weight tiles each
+  };
+  struct Sources {};
+  KOKKOS_FORCEINLINE_FUNCTION Team team(const member& m) const {
+    return Team{frag::operand(m, S * BM), frag::operand(m, S * Weights * BN)};
+  }
+  KOKKOS_FORCEINLINE_FUNCTION void prepare(const Team&, const Work&, const Loader& ld) const {
+    this->acquire_maps(ld, FirstWeightMap, Weights);
+    this->acquire_maps(ld, ActivationMap, 1);
+  }
+  KOKKOS_FORCEINLINE_FUNCTION Sources sources(const Work&) const { return {}; }
+  KOKKOS_FORCEINLINE_FUNCTION void load_step(const Team& t, const Sources&, const Work& w,
+                                             const Loader& ld, int k0, int, int b, bool,
+                                             std::uint64_t* barrier) const {
+    if (!this->bulk(barrier)) return no_bulk_copies();
+    if (ld.rank != 0) return;
+    frag::expect_bytes(barrier, (BM + Weights * BN) * BK);
+    const tile xs = Base::stage(t.xs, b, BM);
+    for (int r = 0; r < BM; r += activation_box)
+      frag::bulk_load(tile(xs.data() + std::size_t(r) * BK, activation_box, BK),
+                      this->map(ActivationMap), this->operand_row(w) + r, k0, barrier);
+    const int row = static_cast<const Derived&>(*this).weight_row(w);
+    for (int i = 0; i < Weights; ++i)
+      frag::bulk_load(weights(t, b, i), this->map(FirstWeightMap + i), row, k0, barrier);
+  }
+  // Weight tile i of stage b.
+  KOKKOS_FORCEINLINE_FUNCTION static tile weights(const Team& t, int b, int i) {
+    return Base::stage(t.ws, Weights * b + i, BN);
+  }
+  // A K step: the activation tile times the weight tiles (gate and up, or
+  // down), with the scales of the step (Derived::weight_scales(i): tile i's).
+  KOKKOS_FORCEINLINE_FUNCTION void multiply(const member& m, const Team& t, const Sources&,
+                                            const Work& w, const typename Base::Step& step,
+                                            typename Base::Accumulators& a) const {
+    const Derived& d = static_cast<const Derived&>(*this);
+    const tile xs = Base::stage(t.xs, step.buffer, BM);
+    const BlockScales s = step_scales(w, step.k0, d.weight_scales(0), d.weight_scales(Weights - 1));
+    if constexpr (Weights == 2)
+      frag::mma_nt(m, xs, weights(t, step.buffer, 0), a.g, weights(t, step.buffer, 1), a.u, s);
+    else frag::mma_nt(m, xs, weights(t, step.buffer, 0), a.acc, s);
+  }
+  KOKKOS_INLINE_FUNCTION void operator()(const member& m) const {
+    this->run(m, static_cast<const Derived&>(*this), depth);
+  }
+
   // The step's scales of the tile's rows and of its weight tiles.
   template <class Scales>
   KOKKOS_FORCEINLINE_FUNCTION BlockScales step_scales(const Work& w, int k0, const Scales& s0,
@@ -61,109 +111,42 @@ struct E4m3Operands : Base {
   }
 };
 
-// h = silu(x gate^T) (x up^T) from x's quantised rows (`activations`'s codes
-// at gathered_map) and e4m3 gate and up weights; one K part (never split).
+// h = silu(x gate^T) (x up^T) from x's quantised rows (the codes at
+// gathered_map) and e4m3 gate and up weights; one K part (never split).
 template <class ExecutionSpace, TileSize Size>
 struct GateUpE4m3Kernel
     : E4m3Operands<GateUpKernel<ExecutionSpace, float8_e4m3, Size,
-                                typename E4m3Fragment<ExecutionSpace, Size>::gate_up>> {
+                                typename E4m3Fragment<ExecutionSpace, Size>::gate_up>,
+                   GateUpE4m3Kernel<ExecutionSpace, Size>, 2, gathered_map, gate_map> {
   using base = E4m3Operands<GateUpKernel<ExecutionSpace, float8_e4m3, Size,
-                                         typename E4m3Fragment<ExecutionSpace, Size>::gate_up>>;
-  using typename base::Accumulators;
-  using typename base::frag;
-  using typename base::member;
-  using typename base::tile;
-  using typename base::Work;
-  using Loader = typename base::Loader;
-  using Step = typename base::Step;
-  static constexpr int BM = base::BM, BN = base::BN, BK = base::BK, S = base::S;
-  int depth = 0;  // H
+                                         typename E4m3Fragment<ExecutionSpace, Size>::gate_up>,
+                            GateUpE4m3Kernel, 2, gathered_map, gate_map>;
 
-  static std::size_t scratch_bytes() {
-    return frag::operand_bytes(S * BM) + frag::operand_bytes(S * 2 * BN);
+  KOKKOS_FORCEINLINE_FUNCTION int weight_row(const typename base::Work& w) const {
+    return w.expert * int(this->gate.extent(1)) + w.first_col;
   }
-  struct Team {
-    tile xs, ws;
-  };
-  struct Sources {};
-  KOKKOS_FORCEINLINE_FUNCTION Team team(const member& m) const {
-    return Team{frag::operand(m, S * BM), frag::operand(m, S * 2 * BN)};
+  KOKKOS_FORCEINLINE_FUNCTION typename base::scales weight_scales(int i) const {
+    return i == 0 ? this->gate_scale : this->up_scale;
   }
-  KOKKOS_FORCEINLINE_FUNCTION void prepare(const Team&, const Work&, const Loader& ld) const {
-    this->acquire_maps(ld, gate_map, 2);
-    this->acquire_maps(ld, gathered_map, 1);
-  }
-  KOKKOS_FORCEINLINE_FUNCTION Sources sources(const Work&) const { return {}; }
-  KOKKOS_FORCEINLINE_FUNCTION void load_step(const Team& t, const Sources&, const Work& w,
-                                             const Loader& ld, int k0, int, int b, bool,
-                                             std::uint64_t* barrier) const {
-    if (!this->bulk(barrier)) return base::no_bulk_copies();
-    if (ld.rank != 0) return;
-    const int row = w.expert * int(this->gate.extent(1)) + w.first_col;
-    frag::expect_bytes(barrier, (BM + 2 * BN) * BK);
-    this->load_activations(base::stage(t.xs, b, BM), gathered_map, w, k0, barrier);
-    frag::bulk_load(base::stage(t.ws, 2 * b, BN), this->map(gate_map), row, k0, barrier);
-    frag::bulk_load(base::stage(t.ws, 2 * b + 1, BN), this->map(up_map), row, k0, barrier);
-  }
-  KOKKOS_FORCEINLINE_FUNCTION void multiply(const member& m, const Team& t, const Sources&,
-                                            const Work& w, const Step& step,
-                                            Accumulators& a) const {
-    frag::mma_nt(m, base::stage(t.xs, step.buffer, BM), base::stage(t.ws, 2 * step.buffer, BN), a.g,
-                 base::stage(t.ws, 2 * step.buffer + 1, BN), a.u,
-                 this->step_scales(w, step.k0, this->gate_scale, this->up_scale));
-  }
-  KOKKOS_INLINE_FUNCTION void operator()(const member& m) const { this->run(m, *this, depth); }
 };
 
-// y = h down^T per K part from h's quantised rows (`activations`'s codes at
+// y = h down^T per K part from h's quantised rows (the codes at
 // activations_map) and e4m3 down weights.
 template <class ExecutionSpace, TileSize Size>
 struct DownE4m3Kernel
     : E4m3Operands<DownKernel<ExecutionSpace, float8_e4m3, Size,
-                              typename E4m3Fragment<ExecutionSpace, Size>::down>> {
+                              typename E4m3Fragment<ExecutionSpace, Size>::down>,
+                   DownE4m3Kernel<ExecutionSpace, Size>, 1, activations_map, down_map> {
   using base = E4m3Operands<DownKernel<ExecutionSpace, float8_e4m3, Size,
-                                       typename E4m3Fragment<ExecutionSpace, Size>::down>>;
-  using typename base::Accumulators;
-  using typename base::frag;
-  using typename base::member;
-  using typename base::tile;
-  using typename base::Work;
-  using Loader = typename base::Loader;
-  using Step = typename base::Step;
-  static constexpr int BM = base::BM, BN = base::BN, BK = base::BK, S = base::S;
-  int depth = 0;  // F
+                                       typename E4m3Fragment<ExecutionSpace, Size>::down>,
+                            DownE4m3Kernel, 1, activations_map, down_map>;
 
-  static std::size_t scratch_bytes() {
-    return frag::operand_bytes(S * BM) + frag::operand_bytes(S * BN);
+  KOKKOS_FORCEINLINE_FUNCTION int weight_row(const typename base::Work& w) const {
+    return w.expert * int(this->down.extent(1)) + w.first_col;
   }
-  struct Team {
-    tile hs, ds;
-  };
-  struct Sources {};
-  KOKKOS_FORCEINLINE_FUNCTION Team team(const member& m) const {
-    return Team{frag::operand(m, S * BM), frag::operand(m, S * BN)};
+  KOKKOS_FORCEINLINE_FUNCTION decltype(base::down_scale) weight_scales(int) const {
+    return this->down_scale;
   }
-  KOKKOS_FORCEINLINE_FUNCTION void prepare(const Team&, const Work&, const Loader& ld) const {
-    this->acquire_maps(ld, down_map, 2);
-  }
-  KOKKOS_FORCEINLINE_FUNCTION Sources sources(const Work&) const { return {}; }
-  KOKKOS_FORCEINLINE_FUNCTION void load_step(const Team& t, const Sources&, const Work& w,
-                                             const Loader& ld, int k0, int, int b, bool,
-                                             std::uint64_t* barrier) const {
-    if (!this->bulk(barrier)) return base::no_bulk_copies();
-    if (ld.rank != 0) return;
-    frag::expect_bytes(barrier, (BM + BN) * BK);
-    this->load_activations(base::stage(t.hs, b, BM), activations_map, w, k0, barrier);
-    frag::bulk_load(base::stage(t.ds, b, BN), this->map(down_map),
-                    w.expert * int(this->down.extent(1)) + w.first_col, k0, barrier);
-  }
-  KOKKOS_FORCEINLINE_FUNCTION void multiply(const member& m, const Team& t, const Sources&,
-                                            const Work& w, const Step& step,
-                                            Accumulators& a) const {
-    frag::mma_nt(m, base::stage(t.hs, step.buffer, BM), base::stage(t.ds, step.buffer, BN), a.acc,
-                 this->step_scales(w, step.k0, this->down_scale, this->down_scale));
-  }
-  KOKKOS_INLINE_FUNCTION void operator()(const member& m) const { this->run(m, *this, depth); }
 };
 
 }  // namespace Impl

@@ -324,19 +324,9 @@ void Layer<ExecutionSpace, Scalar>::gate_up_tiles(const const_tokens_view& x,
   using kernel = Impl::GateUpKernel<ExecutionSpace, Scalar, Impl::TileSize(Size)>;
   const std::int64_t assignments = num_tokens * config_.top_k;
   kernel f;
-  f.plan = plan_;
-  f.experts = config_.num_experts;
-  f.k = config_.top_k;
-  f.column_blocks = int((config_.ffn_size + kernel::BN - 1) / kernel::BN);
+  set_gate_up(f, assignments);
   f.x = x;
-  f.gate = weights_.gate;
-  f.up = weights_.up;
-  f.gate_scale = weights_.gate_scale;
-  f.up_scale = weights_.up_scale;
-  f.h = h_;
   f.partial = gate_up_parts_;
-  f.assignments = int(assignments);
-  f.maps = copy_maps_.data();
   const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts,
                                                            kernel::BM);
   // Decode: few tiles would leave most multiprocessors idle or run in one
@@ -397,14 +387,33 @@ template <int Size>
 int Layer<ExecutionSpace, Scalar>::down_tiles(std::int64_t num_tokens) {
   if constexpr (Impl::has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value)
     if (e4m3_operands_) return down_e4m3<Size>(num_tokens);
-  constexpr auto size = Impl::TileSize(Size);
-  using kernel = Impl::DownKernel<ExecutionSpace, Scalar, size>;
-  const std::int64_t assignments = num_tokens * config_.top_k;
-  kernel f;
+  Impl::DownKernel<ExecutionSpace, Scalar, Impl::TileSize(Size)> f;
+  return launch_down(f, num_tokens * config_.top_k);
+}
+
+template <class ExecutionSpace, class Scalar>
+template <class Kernel>
+void Layer<ExecutionSpace, Scalar>::set_gate_up(Kernel& f, std::int64_t assignments) const {
   f.plan = plan_;
   f.experts = config_.num_experts;
   f.k = config_.top_k;
-  f.column_blocks = int((config_.hidden_size + kernel::BN - 1) / kernel::BN);
+  f.column_blocks = int((config_.ffn_size + Kernel::BN - 1) / Kernel::BN);
+  f.gate = weights_.gate;
+  f.up = weights_.up;
+  f.gate_scale = weights_.gate_scale;
+  f.up_scale = weights_.up_scale;
+  f.h = h_;
+  f.assignments = int(assignments);
+  f.maps = copy_maps_.data();
+}
+
+template <class ExecutionSpace, class Scalar>
+template <class Kernel>
+int Layer<ExecutionSpace, Scalar>::launch_down(Kernel& f, std::int64_t assignments) {
+  f.plan = plan_;
+  f.experts = config_.num_experts;
+  f.k = config_.top_k;
+  f.column_blocks = int((config_.hidden_size + Kernel::BN - 1) / Kernel::BN);
   f.h = h_;
   f.down = weights_.down;
   f.down_scale = weights_.down_scale;
@@ -412,15 +421,15 @@ int Layer<ExecutionSpace, Scalar>::down_tiles(std::int64_t num_tokens) {
   f.assignments = int(assignments);
   f.maps = copy_maps_.data();
   const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts,
-                                                           kernel::BM);
+                                                           Kernel::BM);
   // Few tokens leave few tiles and a long F: split F so that the launch
   // still fills the device (partial sums go to spare rows of y); not in a
   // batch-invariant layer.
   if (!config_.batch_invariant)
     f.split_k(tiles, int(config_.ffn_size), assignments, std::int64_t(y_.extent(0)),
-              kernel::frag::split_k_teams());
+              Kernel::frag::split_k_teams());
   Kokkos::parallel_for("KokkosMoE::down",
-                       f.make_policy(exec_, tiles, kernel::scratch_bytes(), "KokkosMoE::down"), f);
+                       f.make_policy(exec_, tiles, Kernel::scratch_bytes(), "KokkosMoE::down"), f);
   return f.splits;
 }
 
@@ -471,17 +480,7 @@ void Layer<ExecutionSpace, Scalar>::gate_up_e4m3(const const_tokens_view& x,
                                                              kernel::BM);
     quantize_rows(x, true, kernel::BM, tiles, x_codes_, x_scales_);
     kernel f;
-    f.plan = plan_;
-    f.experts = config_.num_experts;
-    f.k = config_.top_k;
-    f.column_blocks = int((config_.ffn_size + kernel::BN - 1) / kernel::BN);
-    f.gate = weights_.gate;
-    f.up = weights_.up;
-    f.gate_scale = weights_.gate_scale;
-    f.up_scale = weights_.up_scale;
-    f.h = h_;
-    f.assignments = int(assignments);
-    f.maps = copy_maps_.data();
+    set_gate_up(f, assignments);
     f.activation_scales = x_scales_;
     f.depth = int(config_.hidden_size);
     Kokkos::parallel_for("KokkosMoE::gate_up",
@@ -497,30 +496,10 @@ template <class ExecutionSpace, class Scalar>
 template <int Size>
 int Layer<ExecutionSpace, Scalar>::down_e4m3(std::int64_t num_tokens) {
   if constexpr (Impl::has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value) {
-    using kernel = Impl::DownE4m3Kernel<ExecutionSpace, Impl::TileSize(Size)>;
-    const std::int64_t assignments = num_tokens * config_.top_k;
-    kernel f;
-    f.plan = plan_;
-    f.experts = config_.num_experts;
-    f.k = config_.top_k;
-    f.column_blocks = int((config_.hidden_size + kernel::BN - 1) / kernel::BN);
-    f.h = h_;
-    f.down = weights_.down;
-    f.down_scale = weights_.down_scale;
-    f.y = y_;
-    f.assignments = int(assignments);
-    f.maps = copy_maps_.data();
+    Impl::DownE4m3Kernel<ExecutionSpace, Impl::TileSize(Size)> f;
     f.activation_scales = h_scales_;
     f.depth = int(config_.ffn_size);
-    const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts,
-                                                             kernel::BM);
-    if (!config_.batch_invariant)
-      f.split_k(tiles, f.depth, assignments, std::int64_t(y_.extent(0)),
-                kernel::frag::split_k_teams());
-    Kokkos::parallel_for("KokkosMoE::down",
-                         f.make_policy(exec_, tiles, kernel::scratch_bytes(), "KokkosMoE::down"),
-                         f);
-    return f.splits;
+    return launch_down(f, num_tokens * config_.top_k);
   } else {
     (void)num_tokens;
     return 1;

@@ -128,6 +128,12 @@ class Layer {
   // (down: the expert outputs of each K part; returns the parts.)
   template <int Size>
   int down_tiles(std::int64_t num_tokens);
+  // A gate/up kernel's fields from the layer; a down kernel's, and its
+  // launch (returns its K parts).
+  template <class Kernel>
+  void set_gate_up(Kernel& f, std::int64_t assignments) const;
+  template <class Kernel>
+  int launch_down(Kernel& f, std::int64_t assignments);
   // The same with e4m3 operands (quantizes_activations()).
   template <int Size>
   void gate_up_e4m3(const const_tokens_view& x, std::int64_t num_tokens);
