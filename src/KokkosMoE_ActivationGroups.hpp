@@ -8,6 +8,8 @@
 #ifndef KOKKOSMOE_ACTIVATIONGROUPS_HPP
 #define KOKKOSMOE_ACTIVATIONGROUPS_HPP
 
+#include "KokkosMoE_Divide.hpp"
+
 #include <KokkosMoE/KokkosMoE_Dispatch.hpp>
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
@@ -22,13 +24,37 @@ namespace Impl {
 // fragments and one weight block, so a step applies one scale per row.
 constexpr int activation_group = weight_block;
 
+// The codes of a and b, a in the low byte: float8_e4m3's rounding (nearest
+// even, saturating), by one instruction where the device has it (sm_89 and
+// later; float8_e4m3(float) is some 15 instructions with branches).
+KOKKOS_FORCEINLINE_FUNCTION std::uint16_t e4m3_pair(float a, float b) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
+  std::uint16_t r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(b), "f"(a));
+  return r;
+#else
+  return std::uint16_t(float8_e4m3(a).bits | (unsigned(float8_e4m3(b).bits) << 8));
+#endif
+}
+
+// One item per group of a row: its 128 values read once (16-byte loads
+// where the rows allow), their largest magnitude, then the codes (16-byte
+// stores). (Items of a group's 16 lanes each, reduced across lanes, read
+// the values twice and stored one byte at a time: at decode sizes the two
+// passes took a fifth of the e4m3 layer's time.)
 template <class ExecutionSpace, class Token>
 struct QuantizeGroupsKernel {
   using memory_space = typename ExecutionSpace::memory_space;
-  using policy = Kokkos::TeamPolicy<ExecutionSpace>;
-  // Each group's values are spread over `lanes` vector lanes, `per_lane`
-  // consecutive values each.
-  static constexpr int lanes = 16, per_lane = activation_group / lanes;
+  static constexpr int chunk_values = 16 / int(sizeof(Token));
+  static constexpr int chunks = activation_group / chunk_values;
+  static_assert(activation_group % chunk_values == 0 && activation_group % 16 == 0,
+                "whole 16-byte chunks in a group");
+  struct alignas(16) Chunk {
+    Token v[chunk_values];
+  };
+  struct alignas(16) Codes {
+    std::uint16_t pair[8];
+  };
 
   DispatchPlan<memory_space> plan;
   Kokkos::View<const Token**, Kokkos::LayoutRight, memory_space> source;  // [T, C] or [rows, C]
@@ -42,45 +68,65 @@ struct QuantizeGroupsKernel {
   KOKKOS_INLINE_FUNCTION static std::int64_t groups(std::int64_t C) {
     return (C + activation_group - 1) / activation_group;
   }
-  // Over the rows of `tiles` tiles (the launch's upper bound; rows of the
-  // tiles not in use return at once).
-  static policy make_policy(const ExecutionSpace& exec, std::int64_t tiles, int tile_rows) {
-    return policy(exec, int(tiles * tile_rows), Kokkos::AUTO, lanes);
+  // Over the groups of the rows of `tiles` tiles (the launch's upper bound;
+  // rows of the tiles not in use return at once).
+  static Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>> make_policy(
+      const ExecutionSpace& exec, std::int64_t tiles, int tile_rows, std::int64_t C) {
+    return {exec, 0, tiles * tile_rows * groups(C)};
   }
 
-  KOKKOS_INLINE_FUNCTION void operator()(const typename policy::member_type& m) const {
-    const int p = m.league_rank(), tile = p / tile_rows, r = p - tile * tile_rows;
+  KOKKOS_INLINE_FUNCTION static bool aligned(const void* p) {
+    return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+  }
+
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    const std::int64_t C = codes.extent(1);
+    std::int64_t p, g;
+    divide(i, groups(C), p, g);
+    const int tile = int(p / tile_rows), r = int(p - std::int64_t(tile) * tile_rows);
     if (tile >= plan.tile_offsets(experts)) return;
     const int first = plan.tiles(tile, 1);
-    const bool used = r < plan.tiles(tile, 2) - first;
-    const std::int64_t row = gather ? (used ? plan.order(first + r) / k : 0) : p;
-    const std::int64_t C = codes.extent(1);
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, int(groups(C))), [&](int g) {
-      const std::int64_t c0 = std::int64_t(g) * activation_group;
-      float amax = 0;
-      if (used)
-        Kokkos::parallel_reduce(
-            Kokkos::ThreadVectorRange(m, lanes),
-            [&](int v, float& a) {
-              for (int e = 0; e < per_lane; ++e) {
-                const std::int64_t c = c0 + v * per_lane + e;
-                if (c < C) {
-                  const float x = to_float(source(row, c));
-                  a = a > (x < 0 ? -x : x) ? a : (x < 0 ? -x : x);
-                }
-              }
-            },
-            Kokkos::Max<float>(amax));
+    const std::int64_t c0 = g * activation_group;
+    const int n = C - c0 < activation_group ? int(C - c0) : activation_group;
+    float8_e4m3* const to = &codes(p, c0);
+    const bool whole = n == activation_group && aligned(to);
+    if (r >= plan.tiles(tile, 2) - first) {  // past the tile's last row
+      if (whole)
+        for (int j = 0; j < activation_group / 16; ++j) reinterpret_cast<Codes*>(to)[j] = Codes{};
+      else
+        for (int c = 0; c < n; ++c) to[c] = float8_e4m3(0.0f);
+      scales(p, g) = 1.0f;
+      return;
+    }
+    const Token* const from = &source(gather ? plan.order(first + r) / k : p, c0);
+    float amax = 0;
+    if (whole && aligned(from)) {
+      Chunk v[chunks];
+      for (int j = 0; j < chunks; ++j) v[j] = reinterpret_cast<const Chunk*>(from)[j];
+      for (int j = 0; j < chunks; ++j)
+        for (int e = 0; e < chunk_values; ++e) amax = max_magnitude(amax, to_float(v[j].v[e]));
       const float s = e4m3_scale(amax);
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(m, lanes), [&](int v) {
-        for (int e = 0; e < per_lane; ++e) {
-          const std::int64_t c = c0 + v * per_lane + e;
-          if (c < C)
-            codes(p, c) = used ? float8_e4m3(to_float(source(row, c)) / s) : float8_e4m3(0.0f);
+      for (int j = 0; j < activation_group / 16; ++j) {
+        Codes q;
+        for (int e = 0; e < 8; ++e) {
+          const int c = 16 * j + 2 * e;
+          q.pair[e] = e4m3_pair(to_float(v[c / chunk_values].v[c % chunk_values]) / s,
+                                to_float(v[(c + 1) / chunk_values].v[(c + 1) % chunk_values]) / s);
         }
-      });
-      Kokkos::single(Kokkos::PerThread(m), [&]() { scales(p, g) = s; });
-    });
+        reinterpret_cast<Codes*>(to)[j] = q;
+      }
+      scales(p, g) = s;
+      return;
+    }
+    for (int c = 0; c < n; ++c) amax = max_magnitude(amax, to_float(from[c]));
+    const float s = e4m3_scale(amax);
+    for (int c = 0; c < n; ++c) to[c] = float8_e4m3(to_float(from[c]) / s);
+    scales(p, g) = s;
+  }
+
+  KOKKOS_FORCEINLINE_FUNCTION static float max_magnitude(float a, float x) {
+    const float m = x < 0 ? -x : x;
+    return a > m ? a : m;
   }
 };
 

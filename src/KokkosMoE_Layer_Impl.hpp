@@ -466,7 +466,8 @@ void Layer<ExecutionSpace, Scalar>::quantize_rows(
   q.experts = config_.num_experts;
   q.tile_rows = tile_rows;
   q.gather = gather;
-  Kokkos::parallel_for("KokkosMoE::quantize_rows", kernel::make_policy(exec_, tiles, tile_rows), q);
+  Kokkos::parallel_for("KokkosMoE::quantize_rows",
+                       kernel::make_policy(exec_, tiles, tile_rows, codes.extent(1)), q);
 }
 
 template <class ExecutionSpace, class Scalar>

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -109,17 +110,21 @@ TEST(QUANTIZE_SUITE, BlocksScaleByTheirLargestMagnitude) {
 
 // x's rows quantised in 1 x 128 groups and gathered tile-major, as the
 // kernels that multiply e4m3 codes take them: each used row is its token's
-// row of x, each group scaled by its largest magnitude, its codes within
-// half an ulp; a zero group gets scale 1, a group 2^-20 times smaller than
-// the others its own scale; rows past a tile's last are zero. H = 300: the
-// last group partial.
-TEST(QUANTIZE_SUITE, ActivationGroupsScaleByTheirLargestMagnitude) {
-  const std::int64_t T = 40, H = 300;
+// row of x, each group scaled by its largest magnitude, its codes those of
+// float8_e4m3(value / scale) bit for bit (the device's conversion
+// instruction included); a zero group gets scale 1, a group 2^-20 times
+// smaller than the others its own scale; rows past a tile's last are zero.
+// H = 300: the last group partial, every other row not 16-byte aligned (the
+// kernel's element-wise path); H = 512: whole aligned groups (its 16-byte
+// path).
+void check_activation_groups(std::int64_t H) {
+  const std::int64_t T = 40;
   const int k = 2;
   Problem<Space, float8_e4m3> p(4, k, H, 64, T);
   auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), p.x);
   for (std::int64_t c = 128; c < 256; ++c) hx(3, c) = bfloat16(0.0f);
   for (std::int64_t c = 0; c < 128; ++c) hx(5, c) = bfloat16(float(hx(5, c)) * 0x1p-20f);
+  hx(7, 1) = bfloat16(1000.0f);  // a group scale above 1
   Kokkos::deep_copy(p.x, hx);
   p.set_routing(random_routing(T, k, first_experts(3), 17));
   Layer<Space, float8_e4m3> layer(p.config, p.weights);
@@ -128,45 +133,52 @@ TEST(QUANTIZE_SUITE, ActivationGroupsScaleByTheirLargestMagnitude) {
   const int rows = plan.tile_rows;
   const std::int64_t tiles = DispatchPlan<mem>::max_tiles(T * k, 4, rows);
   using kernel = Impl::QuantizeGroupsKernel<Space, bfloat16>;
+  const std::int64_t G = kernel::groups(H);
   kernel q;
   q.plan = plan;
   q.source = p.x;
   q.codes = decltype(q.codes)("codes", tiles * rows, H);
-  q.scales = decltype(q.scales)("scales", tiles * rows, kernel::groups(H));
+  q.scales = decltype(q.scales)("scales", tiles * rows, G);
+  Kokkos::deep_copy(q.scales, -1.0f);  // every used row's scales written
   q.k = k;
   q.experts = 4;
   q.tile_rows = rows;
   q.gather = true;
-  Kokkos::parallel_for(kernel::make_policy(Space(), tiles, rows), q);
+  Kokkos::parallel_for(kernel::make_policy(Space(), tiles, rows, H), q);
   auto codes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), q.codes);
   auto scales = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), q.scales);
   auto order = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.order);
   auto tile = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.tiles);
   auto used = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.tile_offsets);
-  int checked_zero = 0, checked_small = 0;
+  int checked_zero = 0, checked_small = 0, checked_large = 0;
   for (int t = 0; t < used(4); ++t)
     for (int r = 0; r < rows; ++r) {
       const std::int64_t row = std::int64_t(t) * rows + r;
       const bool filled = tile(t, 1) + r < tile(t, 2);
       const int token = filled ? order(tile(t, 1) + r) / k : -1;
-      for (int g = 0; g < 3; ++g) {
+      for (std::int64_t g = 0; g < G; ++g) {
         const std::int64_t c0 = g * 128, c1 = std::min<std::int64_t>(H, c0 + 128);
-        double amax = 0;
+        float amax = 0;
         for (std::int64_t c = c0; c < c1 && filled; ++c)
-          amax = std::max(amax, std::abs(double(float(hx(token, c)))));
-        const double scale = amax > 0 ? amax / 448 : 1.0;
-        ASSERT_NEAR(scales(row, g), scale, scale * 1e-6) << "row " << row << " group " << g;
+          amax = std::max(amax, std::abs(float(hx(token, c))));
+        const float scale = amax > 0 ? std::max(amax / 448, 0x1p-126f) : 1.0f;
+        ASSERT_EQ(scales(row, g), scale) << "H " << H << " row " << row << " group " << g;
         checked_zero += token == 3 && g == 1;
         checked_small += token == 5 && g == 0;
+        checked_large += token == 7 && g == 0;
         for (std::int64_t c = c0; c < c1; ++c) {
-          const double v = filled ? double(float(hx(token, c))) / scales(row, g) : 0.0;
-          const double got = double(float(codes(row, c)));
-          const double bound = std::abs(v) >= 0x1p-6 ? std::abs(v) * 0x1p-4 : 0x1p-10;
-          ASSERT_LE(std::abs(got - v), bound) << "row " << row << " column " << c;
+          const float8_e4m3 want(filled ? float(hx(token, c)) / scale : 0.0f);
+          ASSERT_EQ(int(codes(row, c).bits), int(want.bits))
+              << "H " << H << " row " << row << " column " << c;
         }
       }
     }
-  EXPECT_GT(checked_zero + checked_small, 0) << "tokens 3 and 5 were not routed";
+  EXPECT_GT(checked_zero + checked_small + checked_large, 0) << "tokens 3, 5 and 7 were not routed";
+}
+
+TEST(QUANTIZE_SUITE, ActivationGroupsScaleByTheirLargestMagnitude) {
+  check_activation_groups(300);
+  check_activation_groups(512);
 }
 
 TEST(QUANTIZE_SUITE, NonFiniteWeightsAreRefused) {
