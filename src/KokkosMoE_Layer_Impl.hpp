@@ -453,7 +453,7 @@ void Layer<ExecutionSpace, Scalar>::combine(const const_weights_view& routing_we
 template <class ExecutionSpace, class Scalar>
 template <class Source>
 void Layer<ExecutionSpace, Scalar>::quantize_rows(
-    const Source& source, bool gather, int tile_rows, std::int64_t tiles,
+    const Source& source, bool gather, bool zero_padding, int tile_rows, std::int64_t tiles,
     const Kokkos::View<float8_e4m3**, Kokkos::LayoutRight, memory_space>& codes,
     const Kokkos::View<float**, Kokkos::LayoutRight, memory_space>& scales) {
   using kernel = Impl::QuantizeGroupsKernel<ExecutionSpace, token_type>;
@@ -466,6 +466,7 @@ void Layer<ExecutionSpace, Scalar>::quantize_rows(
   q.experts = config_.num_experts;
   q.tile_rows = tile_rows;
   q.gather = gather;
+  q.zero_padding = zero_padding;
   Kokkos::parallel_for("KokkosMoE::quantize_rows",
                        kernel::make_policy(exec_, tiles, tile_rows, codes.extent(1)), q);
 }
@@ -479,7 +480,9 @@ void Layer<ExecutionSpace, Scalar>::gate_up_e4m3(const const_tokens_view& x,
     const std::int64_t assignments = num_tokens * config_.top_k;
     const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts,
                                                              kernel::BM);
-    quantize_rows(x, true, kernel::BM, tiles, x_codes_, x_scales_);
+    // (Padding rows zero for large tiles only: see QuantizeGroupsKernel.)
+    constexpr bool pad = Impl::TileSize(Size) == Impl::TileSize::large;
+    quantize_rows(x, true, pad, kernel::BM, tiles, x_codes_, x_scales_);
     kernel f;
     set_gate_up(f, assignments);
     f.activation_scales = x_scales_;
@@ -487,7 +490,7 @@ void Layer<ExecutionSpace, Scalar>::gate_up_e4m3(const const_tokens_view& x,
     Kokkos::parallel_for("KokkosMoE::gate_up",
                          f.make_policy(exec_, tiles, kernel::scratch_bytes(), "KokkosMoE::gate_up"),
                          f);
-    quantize_rows(h_, false, kernel::BM, tiles, h_codes_, h_scales_);
+    quantize_rows(h_, false, pad, kernel::BM, tiles, h_codes_, h_scales_);
   } else {
     (void)x, (void)num_tokens;
   }

@@ -113,11 +113,11 @@ TEST(QUANTIZE_SUITE, BlocksScaleByTheirLargestMagnitude) {
 // row of x, each group scaled by its largest magnitude, its codes those of
 // float8_e4m3(value / scale) bit for bit (the device's conversion
 // instruction included); a zero group gets scale 1, a group 2^-20 times
-// smaller than the others its own scale; rows past a tile's last are zero.
-// H = 300: the last group partial, every other row not 16-byte aligned (the
-// kernel's element-wise path); H = 512: whole aligned groups (its 16-byte
-// path).
-void check_activation_groups(std::int64_t H) {
+// smaller than the others its own scale; rows past a tile's last are zero
+// with scale 1, or without zero_padding as they were. H = 300: the last
+// group partial, every other row not 16-byte aligned (the kernel's
+// element-wise path); H = 512: whole aligned groups (its 16-byte path).
+void check_activation_groups(std::int64_t H, bool zero_padding) {
   const std::int64_t T = 40;
   const int k = 2;
   Problem<Space, float8_e4m3> p(4, k, H, 64, T);
@@ -139,11 +139,15 @@ void check_activation_groups(std::int64_t H) {
   q.source = p.x;
   q.codes = decltype(q.codes)("codes", tiles * rows, H);
   q.scales = decltype(q.scales)("scales", tiles * rows, G);
-  Kokkos::deep_copy(q.scales, -1.0f);  // every used row's scales written
+  // Every row in use written; the others as zero_padding says.
+  Kokkos::deep_copy(q.scales, -1.0f);
+  const float8_e4m3 before(-0.8125f);
+  Kokkos::deep_copy(q.codes, before);
   q.k = k;
   q.experts = 4;
   q.tile_rows = rows;
   q.gather = true;
+  q.zero_padding = zero_padding;
   Kokkos::parallel_for(kernel::make_policy(Space(), tiles, rows, H), q);
   auto codes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), q.codes);
   auto scales = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), q.scales);
@@ -161,13 +165,17 @@ void check_activation_groups(std::int64_t H) {
         float amax = 0;
         for (std::int64_t c = c0; c < c1 && filled; ++c)
           amax = std::max(amax, std::abs(float(hx(token, c))));
-        const float scale = amax > 0 ? std::max(amax / 448, 0x1p-126f) : 1.0f;
+        const float scale = !filled && !zero_padding ? -1.0f
+                            : amax > 0               ? std::max(amax / 448, 0x1p-126f)
+                                                     : 1.0f;
         ASSERT_EQ(scales(row, g), scale) << "H " << H << " row " << row << " group " << g;
         checked_zero += token == 3 && g == 1;
         checked_small += token == 5 && g == 0;
         checked_large += token == 7 && g == 0;
         for (std::int64_t c = c0; c < c1; ++c) {
-          const float8_e4m3 want(filled ? float(hx(token, c)) / scale : 0.0f);
+          const float8_e4m3 want = filled         ? float8_e4m3(float(hx(token, c)) / scale)
+                                   : zero_padding ? float8_e4m3(0.0f)
+                                                  : before;
           ASSERT_EQ(int(codes(row, c).bits), int(want.bits))
               << "H " << H << " row " << row << " column " << c;
         }
@@ -177,8 +185,9 @@ void check_activation_groups(std::int64_t H) {
 }
 
 TEST(QUANTIZE_SUITE, ActivationGroupsScaleByTheirLargestMagnitude) {
-  check_activation_groups(300);
-  check_activation_groups(512);
+  check_activation_groups(300, true);
+  check_activation_groups(512, true);
+  check_activation_groups(512, false);
 }
 
 TEST(QUANTIZE_SUITE, NonFiniteWeightsAreRefused) {

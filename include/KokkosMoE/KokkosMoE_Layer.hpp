@@ -85,9 +85,12 @@ class Layer {
   // or tile-major where activations_tile_major() says so.
   Kokkos::View<token_type**, Kokkos::LayoutRight, memory_space> activations() const { return h_; }
   // Whether the last dispatch chose large tiles whose operands come by
-  // tensor copies (sm_90a): h's rows are then tile-major, the r-th row of
+  // tensor copies (sm_90a), or the layer multiplies e4m3 codes
+  // (quantizes_activations): h's rows are then tile-major, the r-th row of
   // tile t (plan().tiles(t, 1) + r in sorted order) at t * plan().tile_rows
-  // + r, the tile's rows past its last zero.
+  // + r. The tile's rows past its last are zero where the tiles are large;
+  // past the last of a smaller e4m3 tile they hold what an earlier forward
+  // left there (the kernels store none of their products).
   bool activations_tile_major() const;
   // Whether the expert kernels multiply e4m3 codes on the tensor cores
   // (e4m3 weights, CUDA sm_90a builds, rows that tensor copies can read):
@@ -145,7 +148,8 @@ class Layer {
   // Quantises `rows` tile-major rows (gathered from x's, or h's own) in
   // groups (see quantizes_activations).
   template <class Source>
-  void quantize_rows(const Source& source, bool gather, int tile_rows, std::int64_t tiles,
+  void quantize_rows(const Source& source, bool gather, bool zero_padding, int tile_rows,
+                     std::int64_t tiles,
                      const Kokkos::View<float8_e4m3**, Kokkos::LayoutRight, memory_space>& codes,
                      const Kokkos::View<float**, Kokkos::LayoutRight, memory_space>& scales);
   // The weighted sum of each token's expert outputs (the sum of `splits` K
