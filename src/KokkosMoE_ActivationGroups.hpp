@@ -21,7 +21,6 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
-#include <type_traits>
 
 namespace KokkosMoE {
 namespace Impl {
@@ -47,11 +46,8 @@ KOKKOS_FORCEINLINE_FUNCTION std::uint16_t e4m3_pair(float a, float b) {
 // where the rows allow), their largest magnitude, then the codes (16-byte
 // stores). (Items of a group's 16 lanes each, reduced across lanes, read
 // the values twice and stored one byte at a time: at decode sizes the two
-// passes took a fifth of the e4m3 layer's time.) Where Parts is given, the
-// values are h made from a split gate/up's K parts (Parts(sorted row,
-// column): ActivationParts), also written to `h` (tile-major) for the
-// layer's activations(): no pass of its own for h.
-template <class ExecutionSpace, class Token, class Parts = void>
+// passes took a fifth of the e4m3 layer's time.)
+template <class ExecutionSpace, class Token>
 struct QuantizeGroupsKernel {
   using memory_space = typename ExecutionSpace::memory_space;
   static constexpr int chunk_values = 16 / int(sizeof(Token));
@@ -74,9 +70,6 @@ struct QuantizeGroupsKernel {
   // the source's row t BM + r (h, already tile-major).
   bool gather = false;
   bool zero_padding = true;
-  struct NoParts {};
-  std::conditional_t<std::is_void<Parts>::value, NoParts, Parts> parts;
-  Kokkos::View<Token**, Kokkos::LayoutRight, memory_space> h;  // [rows, C], with parts
 
   KOKKOS_INLINE_FUNCTION static std::int64_t groups(std::int64_t C) {
     return (C + activation_group - 1) / activation_group;
@@ -112,19 +105,8 @@ struct QuantizeGroupsKernel {
       scales(p, g) = 1.0f;
       return;
     }
-    float amax = 0;
-    if constexpr (!std::is_void<Parts>::value) {
-      for (int c = 0; c < n; ++c) {
-        const Token v = parts(first + r, c0 + c);
-        h(p, c0 + c) = v;
-        amax = max_magnitude(amax, to_float(v));
-      }
-      const float s = e4m3_scale(amax);
-      for (int c = 0; c < n; ++c) to[c] = float8_e4m3(to_float(h(p, c0 + c)) / s);
-      scales(p, g) = s;
-      return;
-    }
     const Token* const from = &source(gather ? plan.order(first + r) / k : p, c0);
+    float amax = 0;
     if (whole && aligned(from)) {
       Chunk v[chunks];
       for (int j = 0; j < chunks; ++j) v[j] = reinterpret_cast<const Chunk*>(from)[j];

@@ -112,8 +112,7 @@ struct E4m3Operands : Base {
 };
 
 // h = silu(x gate^T) (x up^T) from x's quantised rows (the codes at
-// gathered_map) and e4m3 gate and up weights; at decode sizes in K parts
-// (the partial sums, which the quantisation of h adds up).
+// gathered_map) and e4m3 gate and up weights; one K part (never split).
 template <class ExecutionSpace, TileSize Size>
 struct GateUpE4m3Kernel
     : E4m3Operands<GateUpKernel<ExecutionSpace, float8_e4m3, Size,

@@ -332,35 +332,25 @@ struct GatherRowsKernel {
   }
 };
 
-// h[p][f] (p a row in sorted order) from the K parts of a split gate/up
-// (see GateUpKernel), summed in a fixed order.
+// h[p][f] from the K parts of a split gate/up (see GateUpKernel), summed in
+// a fixed order.
 template <class ExecutionSpace, class Scalar>
-struct ActivationParts {
+struct ActivationKernel {
   using memory_space = typename ExecutionSpace::memory_space;
   Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> partial;  // [splits * A, 2F]
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h;             // [A, F]
   std::int64_t F, assignments;
   int splits;
 
-  KOKKOS_INLINE_FUNCTION Scalar operator()(std::int64_t p, std::int64_t f) const {
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t p, f;
+    divide(i, F, p, f);
     float g = 0, u = 0;
     for (int s = 0; s < splits; ++s) {
       g += partial(s * assignments + p, f);
       u += partial(s * assignments + p, F + f);
     }
-    return from_float<Scalar>(silu_times_as<Scalar>(g, u));
-  }
-};
-
-// h in sorted order from the parts.
-template <class ExecutionSpace, class Scalar>
-struct ActivationKernel {
-  ActivationParts<ExecutionSpace, Scalar> parts;
-  Kokkos::View<Scalar**, Kokkos::LayoutRight, typename ExecutionSpace::memory_space> h;  // [A, F]
-
-  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
-    std::int64_t p, f;
-    divide(i, parts.F, p, f);
-    h(p, f) = parts(p, f);
+    h(p, f) = from_float<Scalar>(silu_times_as<Scalar>(g, u));
   }
 };
 

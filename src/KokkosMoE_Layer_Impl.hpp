@@ -354,7 +354,7 @@ void Layer<ExecutionSpace, Scalar>::gate_up_tiles(const const_tokens_view& x,
                          Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
                              exec_, 0, assignments * config_.ffn_size),
                          Impl::ActivationKernel<ExecutionSpace, token_type>{
-                             {gate_up_parts_, config_.ffn_size, assignments, f.splits}, h_});
+                             gate_up_parts_, h_, config_.ffn_size, assignments, f.splits});
 }
 
 template <class ExecutionSpace, class Scalar>
@@ -451,20 +451,24 @@ void Layer<ExecutionSpace, Scalar>::combine(const const_weights_view& routing_we
 }
 
 template <class ExecutionSpace, class Scalar>
-template <class Kernel>
+template <class Source>
 void Layer<ExecutionSpace, Scalar>::quantize_rows(
-    Kernel q, bool zero_padding, int tile_rows, std::int64_t tiles,
+    const Source& source, bool gather, bool zero_padding, int tile_rows, std::int64_t tiles,
     const Kokkos::View<float8_e4m3**, Kokkos::LayoutRight, memory_space>& codes,
     const Kokkos::View<float**, Kokkos::LayoutRight, memory_space>& scales) {
+  using kernel = Impl::QuantizeGroupsKernel<ExecutionSpace, token_type>;
+  kernel q;
   q.plan = plan_;
+  q.source = source;
   q.codes = codes;
   q.scales = scales;
   q.k = config_.top_k;
   q.experts = config_.num_experts;
   q.tile_rows = tile_rows;
+  q.gather = gather;
   q.zero_padding = zero_padding;
   Kokkos::parallel_for("KokkosMoE::quantize_rows",
-                       Kernel::make_policy(exec_, tiles, tile_rows, codes.extent(1)), q);
+                       kernel::make_policy(exec_, tiles, tile_rows, codes.extent(1)), q);
 }
 
 template <class ExecutionSpace, class Scalar>
@@ -473,40 +477,20 @@ void Layer<ExecutionSpace, Scalar>::gate_up_e4m3(const const_tokens_view& x,
                                                  std::int64_t num_tokens) {
   if constexpr (Impl::has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value) {
     using kernel = Impl::GateUpE4m3Kernel<ExecutionSpace, Impl::TileSize(Size)>;
-    using quantize = Impl::QuantizeGroupsKernel<ExecutionSpace, token_type>;
     const std::int64_t assignments = num_tokens * config_.top_k;
     const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts,
                                                              kernel::BM);
     // (Padding rows zero for large tiles only: see QuantizeGroupsKernel.)
-    constexpr bool large = Impl::TileSize(Size) == Impl::TileSize::large;
-    quantize qx;
-    qx.source = x;
-    qx.gather = true;
-    quantize_rows(qx, large, kernel::BM, tiles, x_codes_, x_scales_);
+    constexpr bool pad = Impl::TileSize(Size) == Impl::TileSize::large;
+    quantize_rows(x, true, pad, kernel::BM, tiles, x_codes_, x_scales_);
     kernel f;
     set_gate_up(f, assignments);
-    f.partial = gate_up_parts_;
     f.activation_scales = x_scales_;
     f.depth = int(config_.hidden_size);
-    // Decode: split H as the 16-bit kernels do, the parts summed where h is
-    // quantised (gate/up's h is tile-major, the activation pass's is not).
-    if (!large && !config_.batch_invariant)
-      f.split_k(tiles, int(config_.hidden_size), assignments,
-                std::int64_t(gate_up_parts_.extent(0)), kernel::frag::split_k_teams());
     Kokkos::parallel_for("KokkosMoE::gate_up",
                          f.make_policy(exec_, tiles, kernel::scratch_bytes(), "KokkosMoE::gate_up"),
                          f);
-    if (f.splits > 1) {
-      using parts = Impl::ActivationParts<ExecutionSpace, token_type>;
-      Impl::QuantizeGroupsKernel<ExecutionSpace, token_type, parts> qh;
-      qh.parts = parts{gate_up_parts_, config_.ffn_size, assignments, f.splits};
-      qh.h = h_;
-      quantize_rows(qh, large, kernel::BM, tiles, h_codes_, h_scales_);
-    } else {
-      quantize qh;
-      qh.source = h_;
-      quantize_rows(qh, large, kernel::BM, tiles, h_codes_, h_scales_);
-    }
+    quantize_rows(h_, false, pad, kernel::BM, tiles, h_codes_, h_scales_);
   } else {
     (void)x, (void)num_tokens;
   }

@@ -6,7 +6,6 @@
 #include "TestUtils.hpp"
 
 #include "KokkosMoE_ActivationGroups.hpp"
-#include "KokkosMoE_ExpertMLP_GateUp.hpp"
 
 #include <KokkosMoE/KokkosMoE_Layer.hpp>
 #include <KokkosMoE/KokkosMoE_Quantize.hpp>
@@ -189,71 +188,6 @@ TEST(QUANTIZE_SUITE, ActivationGroupsScaleByTheirLargestMagnitude) {
   check_activation_groups(300, true);
   check_activation_groups(512, true);
   check_activation_groups(512, false);
-}
-
-// h quantised from the K parts of a split gate/up (the decode path of e4m3
-// layers): each used row's h, written tile-major, is bit for bit the h
-// that the activation pass makes of its sorted row's parts, and its codes
-// those of that h; F = 200 (the last group partial), 3 parts of random
-// sums.
-TEST(QUANTIZE_SUITE, ActivationGroupsOfSplitPartsAreTheirSum) {
-  const std::int64_t T = 24, F = 200;
-  const int k = 2, splits = 3;
-  const std::int64_t A = T * k;
-  Problem<Space, float8_e4m3> p(4, k, 256, F, T);
-  p.set_routing(random_routing(T, k, first_experts(3), 5));
-  Layer<Space, float8_e4m3> layer(p.config, p.weights);
-  layer.dispatch(p.ids, T);
-  const auto& plan = layer.plan();
-  const int rows = plan.tile_rows;
-  const std::int64_t tiles = DispatchPlan<mem>::max_tiles(A, 4, rows);
-  Kokkos::View<float**, Kokkos::LayoutRight, mem> partial("partial", splits * A, 2 * F);
-  auto hp = Kokkos::create_mirror_view(partial);
-  std::mt19937 gen(11);
-  std::normal_distribution<float> normal(0.0f, 2.0f);
-  for (std::int64_t i = 0; i < splits * A; ++i)
-    for (std::int64_t c = 0; c < 2 * F; ++c) hp(i, c) = normal(gen);
-  Kokkos::deep_copy(partial, hp);
-  using parts = Impl::ActivationParts<Space, bfloat16>;
-  Impl::QuantizeGroupsKernel<Space, bfloat16, parts> q;
-  q.parts = parts{partial, F, A, splits};
-  q.h = decltype(q.h)("h", tiles * rows, F);
-  q.plan = plan;
-  q.codes = decltype(q.codes)("codes", tiles * rows, F);
-  q.scales = decltype(q.scales)("scales", tiles * rows, decltype(q)::groups(F));
-  q.k = k;
-  q.experts = 4;
-  q.tile_rows = rows;
-  Kokkos::parallel_for(decltype(q)::make_policy(Space(), tiles, rows, F), q);
-  auto h = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), q.h);
-  auto codes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), q.codes);
-  auto scales = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), q.scales);
-  auto tile = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.tiles);
-  auto used = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.tile_offsets);
-  Kokkos::View<bfloat16**, Kokkos::LayoutRight, mem> sorted_h("sorted h", A, F);
-  Kokkos::parallel_for(Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(0, A * F),
-                       Impl::ActivationKernel<Space, bfloat16>{q.parts, sorted_h});
-  auto want = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), sorted_h);
-  std::int64_t checked = 0;
-  for (int t = 0; t < used(4); ++t)
-    for (int r = 0; tile(t, 1) + r < tile(t, 2); ++r) {
-      const std::int64_t row = std::int64_t(t) * rows + r, sorted = tile(t, 1) + r;
-      for (std::int64_t c0 = 0; c0 < F; c0 += 128) {
-        const std::int64_t c1 = std::min(F, c0 + 128);
-        float amax = 0;
-        for (std::int64_t c = c0; c < c1; ++c) {
-          ASSERT_EQ(h(row, c).bits, want(sorted, c).bits) << "row " << row << " column " << c;
-          amax = std::max(amax, std::abs(float(h(row, c))));
-        }
-        const float scale = std::max(amax / 448, 0x1p-126f);
-        ASSERT_EQ(scales(row, c0 / 128), scale) << "row " << row;
-        for (std::int64_t c = c0; c < c1; ++c)
-          ASSERT_EQ(int(codes(row, c).bits), int(float8_e4m3(float(h(row, c)) / scale).bits))
-              << "row " << row << " column " << c;
-      }
-      ++checked;
-    }
-  EXPECT_EQ(checked, A);
 }
 
 TEST(QUANTIZE_SUITE, NonFiniteWeightsAreRefused) {

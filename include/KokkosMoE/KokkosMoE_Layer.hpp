@@ -147,8 +147,9 @@ class Layer {
   void use_e4m3_operands();
   // Quantises `rows` tile-major rows (gathered from x's, or h's own) in
   // groups (see quantizes_activations).
-  template <class Kernel>
-  void quantize_rows(Kernel q, bool zero_padding, int tile_rows, std::int64_t tiles,
+  template <class Source>
+  void quantize_rows(const Source& source, bool gather, bool zero_padding, int tile_rows,
+                     std::int64_t tiles,
                      const Kokkos::View<float8_e4m3**, Kokkos::LayoutRight, memory_space>& codes,
                      const Kokkos::View<float**, Kokkos::LayoutRight, memory_space>& scales);
   // The weighted sum of each token's expert outputs (the sum of `splits` K
