@@ -250,11 +250,10 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
           a.g, a.u);
       return;
     }
-    // Tile-major h of large tiles: every row of the tile, the unused ones
-    // zero (their x rows are; see QuantizeGroupsKernel). Smaller tiles
-    // (tile-major with e4m3 codes only) store their rows in use.
+    // Tile-major h stores the unused rows too where they are zero (their x
+    // rows are; see QuantizeGroupsKernel), else the rows in use.
     const int row0 = this->operand_row(w);
-    const int rows = this->tile_major() && Size == TileSize::large ? BM : w.rows;
+    const int rows = this->tile_major() && zeroes_padding_rows(Size) ? BM : w.rows;
     frag::template store<base::max_run>(
         m,
         [&](int r, int n, const auto& g, const auto& u) {

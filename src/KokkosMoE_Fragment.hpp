@@ -25,6 +25,12 @@ namespace Impl {
 // streamed by many teams), `medium` between. The layer picks one per batch.
 enum class TileSize { large, medium, small };
 
+// Whether a tile-major operand (x's e4m3 codes, h) holds zeros in the rows
+// past a tile's last. Large tiles do: zero rows draw less power where the
+// kernel runs at its power cap. Smaller ones leave those rows as they
+// were: at decode sizes they are nearly all the rows.
+constexpr bool zeroes_padding_rows(TileSize size) { return size == TileSize::large; }
+
 // The rows per active expert at which a batch changes tile shape, per
 // execution space: small below small_tile_rows_below, large from
 // large_tile_rows_from. A backend specialises this with the crossovers it

@@ -467,8 +467,8 @@ void Layer<ExecutionSpace, Scalar>::quantize_rows(
   q.tile_rows = tile_rows;
   q.gather = gather;
   q.zero_padding = zero_padding;
-  Kokkos::parallel_for("KokkosMoE::quantize_rows",
-                       kernel::make_policy(exec_, tiles, tile_rows, codes.extent(1)), q);
+  q.tiles = tiles;
+  q.run(exec_);
 }
 
 template <class ExecutionSpace, class Scalar>
@@ -480,8 +480,7 @@ void Layer<ExecutionSpace, Scalar>::gate_up_e4m3(const const_tokens_view& x,
     const std::int64_t assignments = num_tokens * config_.top_k;
     const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts,
                                                              kernel::BM);
-    // (Padding rows zero for large tiles only: see QuantizeGroupsKernel.)
-    constexpr bool pad = Impl::TileSize(Size) == Impl::TileSize::large;
+    constexpr bool pad = Impl::zeroes_padding_rows(Impl::TileSize(Size));
     quantize_rows(x, true, pad, kernel::BM, tiles, x_codes_, x_scales_);
     kernel f;
     set_gate_up(f, assignments);

@@ -64,8 +64,7 @@ void quantize_blocks(const Tensor& t, const Quantized& q, const Scales& scale,
         Kokkos::parallel_reduce(
             Kokkos::TeamThreadRange(m, rows * cols),
             [&](int i, float& a) {
-              const float v = to_float(t(e, r0 + i / cols, c0 + i % cols));
-              a = v < 0 ? (-v > a ? -v : a) : (v > a ? v : a);
+              a = max_magnitude(a, to_float(t(e, r0 + i / cols, c0 + i % cols)));
             },
             Kokkos::Max<float>(amax));
         const float s = e4m3_scale(amax);

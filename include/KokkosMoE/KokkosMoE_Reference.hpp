@@ -98,10 +98,8 @@ Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> reference_experts
         const std::int64_t s = i / HG, c0 = (i % HG) * group, c1 = c0 + group < H ? c0 + group : H;
         const int t = tokens(s);
         float amax = 0;
-        for (std::int64_t c = c0; c < c1; ++c) {
-          const float v = Impl::to_float(x(t, c));
-          amax = amax > (v < 0 ? -v : v) ? amax : (v < 0 ? -v : v);
-        }
+        for (std::int64_t c = c0; c < c1; ++c)
+          amax = Impl::max_magnitude(amax, Impl::to_float(x(t, c)));
         const float scale = Impl::e4m3_scale(amax);
         for (std::int64_t c = c0; c < c1; ++c) {
           const float v = Impl::to_float(x(t, c));
@@ -128,10 +126,8 @@ Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> reference_experts
           const std::int64_t s = i / (k * FG), j = (i / FG) % k, f0 = (i % FG) * group;
           const std::int64_t f1 = f0 + group < F ? f0 + group : F;
           float amax = 0;
-          for (std::int64_t f = f0; f < f1; ++f) {
-            const float v = Impl::to_float(token(float(h(s, j, f))));
-            amax = amax > (v < 0 ? -v : v) ? amax : (v < 0 ? -v : v);
-          }
+          for (std::int64_t f = f0; f < f1; ++f)
+            amax = Impl::max_magnitude(amax, Impl::to_float(token(float(h(s, j, f)))));
           const float scale = Impl::e4m3_scale(amax);
           for (std::int64_t f = f0; f < f1; ++f) {
             const float v = Impl::to_float(token(float(h(s, j, f))));

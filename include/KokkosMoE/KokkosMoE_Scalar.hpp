@@ -142,6 +142,12 @@ KOKKOS_INLINE_FUNCTION float e4m3_scale(float amax) {
   const float s = amax / float8_e4m3::max;
   return s > 1.17549435e-38f ? s : 1.17549435e-38f;
 }
+
+// The running largest magnitude of a group: max(amax, |v|).
+KOKKOS_FORCEINLINE_FUNCTION float max_magnitude(float amax, float v) {
+  const float m = v < 0 ? -v : v;
+  return amax > m ? amax : m;
+}
 }  // namespace Impl
 
 // Block-scaled storage types: a value is the stored element times the float
