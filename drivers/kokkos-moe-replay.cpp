@@ -278,6 +278,13 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
     }
     if (layer.invalid_ids() != 0)
       throw std::runtime_error("routing ids outside [0, E) reached the layer");
+    {
+      // The last dispatch's tiles: the plan's count of tiles in use.
+      const auto& plan = layer.plan();
+      int used = 0;
+      Kokkos::deep_copy(used, Kokkos::subview(plan.tile_offsets, c.num_experts));
+      r.add_tiles(used, plan.tile_rows, n * k);
+    }
 
     // Up to 16 tokens per batch, spread over it.
     std::vector<int> sample;
