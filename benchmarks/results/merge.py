@@ -66,6 +66,9 @@ def main():
             "fraction_of_floor": pt["floor_ms"] / total["median_ms"],
             "max_rel_err": layer["check"]["max_rel_err"],
             "stages_ms": {s: v["median_ms"] for s, v in layer["stages"].items()},
+            # Routed rows over the rows of the expert kernels' tiles (replays
+            # that report their tiles).
+            "tile_fill": layer.get("tiles", {}).get("fill"),
             "ceilings": peers["ceilings"],
             # SM clock and power-cap throttling while it ran (scripts/gpu.sh perf).
             "board": load(os.path.join(args.replay_dir, f"{stem}-t{pt['tokens']}.board.json"), None),
@@ -86,12 +89,13 @@ def main():
         json.dump(records, f, indent=1)
         f.write("\n")
     ms = lambda v: "-" if v is None else f"{v:.3f}"
-    lines = ["| dtype | model | routing | tokens | ours (ms) | floor (ms) | fraction of floor | torch._grouped_mm / _scaled_grouped_mm (ms) | cuBLAS loop (ms) | max rel. err |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    fill = lambda v: "-" if v is None else f"{v:.2f}"
+    lines = ["| dtype | model | routing | tokens | ours (ms) | floor (ms) | fraction of floor | tile fill | torch._grouped_mm / _scaled_grouped_mm (ms) | cuBLAS loop (ms) | max rel. err |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in records:
         torch_ms = r.get("peer_torch_grouped_ms", r.get("peer_torch_scaled_grouped_ms"))
         lines.append(f"| {r.get('dtype', 'bf16')} | {r['model']} | {r['routing']} | {r['tokens']} | {r['time_ms']:.3f} | "
-                     f"{r['floor_ms']:.3f} | {r['fraction_of_floor']:.2f} | {ms(torch_ms)} | "
+                     f"{r['floor_ms']:.3f} | {r['fraction_of_floor']:.2f} | {fill(r.get('tile_fill'))} | {ms(torch_ms)} | "
                      f"{ms(r.get('peer_cublas_loop_ms'))} | {r['max_rel_err']:.1e} |")
     with open(os.path.join(HERE, "table.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
