@@ -247,18 +247,6 @@ struct CudaTensorCoreFragment {
         for (int e = 0; e < 4; ++e) acc.c[i][j][e] = 0.0f;
   }
 
-  // Whether the calling thread's warpgroup owns a tile row under `rows`
-  // (warpgroup shapes: rows [64 w, 64 w + 64) of warpgroup w): one whose
-  // rows are all padding (an expert's last tile) leaves the tensor cores
-  // to the other, its accumulators zero.
-  template <class Member>
-  KOKKOS_INLINE_FUNCTION static bool multiplies_rows(const Member& member, int rows) {
-#ifdef KOKKOSMOE_CUDA_WARPGROUP_MMA
-    if constexpr (warpgroup_shape) return warpgroup::index(member.team_rank()) * 64 < rows;
-#endif
-    return ((void)member, (void)rows, true);
-  }
-
   // acc += a b^T for one or two (b, acc) pairs sharing the a fragments.
   template <class Member, class... Pairs>
   KOKKOS_INLINE_FUNCTION static void mma_nt(const Member& member, const tile& a, Pairs&&... b_acc) {

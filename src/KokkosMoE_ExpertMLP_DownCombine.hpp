@@ -127,7 +127,6 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
                                                    const typename base::Work& w,
                                                    const typename base::Step& step,
                                                    Accumulators& a) {
-    if (!multiplies_rows_in_use<frag>(m, w.rows)) return;
     const tile hs = base::stage(t.hs, step.buffer, BM);
     if constexpr (base::weights_in_place)
       frag::mma_nt(m, hs, base::in_place(from.down, step, from.cols, w.rows), a.acc);

@@ -32,7 +32,7 @@ struct E4m3Operands : Base {
   using typename Base::Work;
   using Loader = typename Base::Loader;
   static constexpr int BM = Base::BM, BN = Base::BN, BK = Base::BK, S = Base::S;
-  static constexpr int activation_box = 64;  // a warpgroup's rows
+  static constexpr int activation_box = 64;
   static_assert(BM % activation_box == 0, "whole boxes of activation rows");
   static_assert(Base::multiplies_codes, "a fragment that multiplies e4m3 codes");
 
@@ -60,12 +60,9 @@ struct E4m3Operands : Base {
                                              std::uint64_t* barrier) const {
     if (!this->bulk(barrier)) return no_bulk_copies();
     if (ld.rank != 0) return;
-    // The boxes that hold a row in use: a box of padding rows is a
-    // warpgroup's rows, whose multiplies are skipped (multiplies_rows).
-    const int boxes = (w.rows + activation_box - 1) / activation_box;
-    frag::expect_bytes(barrier, (boxes * activation_box + Weights * BN) * BK);
+    frag::expect_bytes(barrier, (BM + Weights * BN) * BK);
     const tile xs = Base::stage(t.xs, b, BM);
-    for (int r = 0; r < boxes * activation_box; r += activation_box)
+    for (int r = 0; r < BM; r += activation_box)
       frag::bulk_load(tile(xs.data() + std::size_t(r) * BK, activation_box, BK),
                       this->map(ActivationMap), this->operand_row(w) + r, k0, barrier);
     const int row = static_cast<const Derived&>(*this).weight_row(w);
@@ -81,7 +78,6 @@ struct E4m3Operands : Base {
   KOKKOS_FORCEINLINE_FUNCTION void multiply(const member& m, const Team& t, const Sources&,
                                             const Work& w, const typename Base::Step& step,
                                             typename Base::Accumulators& a) const {
-    if (!multiplies_rows_in_use<frag>(m, w.rows)) return;
     const Derived& d = static_cast<const Derived&>(*this);
     const tile xs = Base::stage(t.xs, step.buffer, BM);
     const BlockScales s = step_scales(w, step.k0, d.weight_scales(0), d.weight_scales(Weights - 1));

@@ -214,7 +214,6 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
                                             const typename base::Work& w,
                                             const typename base::Step& step,
                                             Accumulators& a) const {
-    if (!multiplies_rows_in_use<frag>(m, w.rows)) return;
     const tile xs = base::stage(t.xs, step.buffer, BM);
     if constexpr (base::weights_in_place) {
       const int cols = tile_cols(w);

@@ -68,14 +68,6 @@
 //                     W: what the layout holds, e.g. pairs on tensor cores,
 //                     16 on the host)
 //
-// Rows of padding (optional)
-//   multiplies_rows(member, rows) -> bool  false where the calling thread's
-//                     part of mma_nt yields only tile rows from `rows` on
-//                     (padding in an expert's last tile), so the kernels
-//                     skip its mma_nt: those accumulators stay as zero()
-//                     left them, what the padding rows (never stored, or
-//                     stored as zeros) give; true where absent
-//
 // Block-scaled weights (e4m3 with a float scale per 128 x 128 block)
 //   to_operand(float) -> operand_type           a dequantised weight (the
 //                     loader multiplies the stored value by its scale)
@@ -259,17 +251,6 @@ struct InPlaceWeights {
   std::int64_t ld;
   int rows, depth, tokens;
 };
-
-template <class F, class Member>
-using multiplies_rows_member = decltype(F::multiplies_rows(std::declval<const Member&>(), 0));
-// Whether the calling thread's multiplies of a tile with `rows` rows in use
-// are needed: the fragment's optional multiplies_rows, else true.
-template <class Frag, class Member>
-KOKKOS_INLINE_FUNCTION bool multiplies_rows_in_use(const Member& m, int rows) {
-  if constexpr (fragment_contract::has<multiplies_rows_member, Frag, Member>)
-    return Frag::multiplies_rows(m, rows);
-  else return ((void)m, (void)rows, true);
-}
 
 // An optional bool constant of a fragment: Flag<Frag>'s value where Frag
 // has it, else false.
