@@ -42,30 +42,21 @@ KOKKOS_FORCEINLINE_FUNCTION std::uint16_t e4m3_pair(float a, float b) {
 #endif
 }
 
-// One group of a row per team thread, its 16-byte chunks over the
-// thread's vector lanes on GPUs (a lane a chunk: a group's loads and
-// stores are contiguous across its lanes, and each thread holds one chunk,
-// so that enough of them run to keep the memory busy): the group's largest
-// magnitude reduced over the lanes, then each lane's codes from the chunk
-// it read (read again: still in L1).
+// One item per group of a row: its 128 values read once (16-byte loads
+// where the rows allow), their largest magnitude, then the codes (16-byte
+// stores): a pass bound by memory, with no reduction across threads.
 template <class ExecutionSpace, class Token>
 struct QuantizeGroupsKernel {
   using memory_space = typename ExecutionSpace::memory_space;
-  using policy = Kokkos::TeamPolicy<ExecutionSpace>;
-  using member = typename policy::member_type;
   static constexpr int chunk_values = 16 / int(sizeof(Token));
   static constexpr int chunks = activation_group / chunk_values;
-  static_assert(activation_group % chunk_values == 0 && chunk_values % 2 == 0,
-                "whole 16-byte chunks in a group, codes in pairs");
-  static constexpr bool on_host =
-      Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible;
-  // Groups a team: 256 threads on GPUs, one thread on the host.
-  static constexpr int team_groups = on_host ? 1 : 256 / chunks;
+  static_assert(activation_group % chunk_values == 0 && activation_group % 16 == 0,
+                "whole 16-byte chunks in a group");
   struct alignas(16) Chunk {
     Token v[chunk_values];
   };
-  struct alignas(chunk_values) ChunkCodes {
-    std::uint16_t pair[chunk_values / 2];
+  struct alignas(16) Codes {
+    std::uint16_t pair[8];
   };
 
   DispatchPlan<memory_space> plan;
@@ -73,9 +64,6 @@ struct QuantizeGroupsKernel {
   Kokkos::View<float8_e4m3**, Kokkos::LayoutRight, memory_space> codes;   // [rows, C]
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> scales;        // [rows, groups(C)]
   int k = 1, experts = 0, tile_rows = 0;
-  // The launch's upper bound on the tiles in use (rows of tiles not in
-  // use return at once).
-  std::int64_t tiles = 0;
   // Row r of tile t takes source row plan.order(...) / k (x, gathered), or
   // the source's row t BM + r (h, already tile-major).
   bool gather = false;
@@ -84,24 +72,18 @@ struct QuantizeGroupsKernel {
   KOKKOS_INLINE_FUNCTION static std::int64_t groups(std::int64_t C) {
     return (C + activation_group - 1) / activation_group;
   }
-  KOKKOS_INLINE_FUNCTION std::int64_t items() const {
-    return tiles * tile_rows * groups(std::int64_t(codes.extent(1)));
-  }
-  void run(const ExecutionSpace& exec) const {
-    const std::int64_t teams = (items() + team_groups - 1) / team_groups;
-    if (teams == 0) return;
-    const auto p = on_host ? policy(exec, int(teams), 1, 1)
-                           : policy(exec, int(teams), team_groups, chunks);
-    Kokkos::parallel_for("KokkosMoE::quantize_rows", p, *this);
+  // Over the groups of the rows of `tiles` tiles (the launch's upper bound;
+  // rows of the tiles not in use return at once).
+  static Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>> make_policy(
+      const ExecutionSpace& exec, std::int64_t tiles, int tile_rows, std::int64_t C) {
+    return {exec, 0, tiles * tile_rows * groups(C)};
   }
 
   KOKKOS_INLINE_FUNCTION static bool aligned(const void* p) {
     return reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
   }
 
-  KOKKOS_INLINE_FUNCTION void operator()(const member& m) const {
-    const std::int64_t i = std::int64_t(m.league_rank()) * team_groups + m.team_rank();
-    if (i >= items()) return;
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
     const std::int64_t C = codes.extent(1);
     std::int64_t p, g;
     divide(i, groups(C), p, g);
@@ -111,42 +93,40 @@ struct QuantizeGroupsKernel {
     const std::int64_t c0 = g * activation_group;
     const int n = C - c0 < activation_group ? int(C - c0) : activation_group;
     float8_e4m3* const to = &codes(p, c0);
+    const bool whole = n == activation_group && aligned(to);
     if (r >= plan.tiles(tile, 2) - first) {  // past the tile's last row
       if (!zero_padding) return;
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(m, n),
-                           [&](int c) { to[c] = float8_e4m3(0.0f); });
-      Kokkos::single(Kokkos::PerThread(m), [&] { scales(p, g) = 1.0f; });
+      if (whole)
+        for (int j = 0; j < activation_group / 16; ++j) reinterpret_cast<Codes*>(to)[j] = Codes{};
+      else
+        for (int c = 0; c < n; ++c) to[c] = float8_e4m3(0.0f);
+      scales(p, g) = 1.0f;
       return;
     }
     const Token* const from = &source(gather ? plan.order(first + r) / k : p, c0);
-    float amax = 0, s = 1;
-    if (n == activation_group && aligned(to) && aligned(from)) {
-      const Chunk* const in = reinterpret_cast<const Chunk*>(from);
-      Kokkos::parallel_reduce(
-          Kokkos::ThreadVectorRange(m, chunks),
-          [&](int l, float& a) {
-            const Chunk v = in[l];
-            for (int e = 0; e < chunk_values; ++e) a = max_magnitude(a, to_float(v.v[e]));
-          },
-          Kokkos::Max<float>(amax));
-      s = e4m3_scale(amax);
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(m, chunks), [&](int l) {
-        const Chunk v = in[l];
-        ChunkCodes q;
-        for (int e = 0; e < chunk_values / 2; ++e)
-          q.pair[e] = e4m3_pair(to_float(v.v[2 * e]) / s, to_float(v.v[2 * e + 1]) / s);
-        reinterpret_cast<ChunkCodes*>(to)[l] = q;
-      });
-    } else {
-      Kokkos::parallel_reduce(
-          Kokkos::ThreadVectorRange(m, n),
-          [&](int c, float& a) { a = max_magnitude(a, to_float(from[c])); },
-          Kokkos::Max<float>(amax));
-      s = e4m3_scale(amax);
-      Kokkos::parallel_for(Kokkos::ThreadVectorRange(m, n),
-                           [&](int c) { to[c] = float8_e4m3(to_float(from[c]) / s); });
+    float amax = 0;
+    if (whole && aligned(from)) {
+      Chunk v[chunks];
+      for (int j = 0; j < chunks; ++j) v[j] = reinterpret_cast<const Chunk*>(from)[j];
+      for (int j = 0; j < chunks; ++j)
+        for (int e = 0; e < chunk_values; ++e) amax = max_magnitude(amax, to_float(v[j].v[e]));
+      const float s = e4m3_scale(amax);
+      for (int j = 0; j < activation_group / 16; ++j) {
+        Codes q;
+        for (int e = 0; e < 8; ++e) {
+          const int c = 16 * j + 2 * e;
+          q.pair[e] = e4m3_pair(to_float(v[c / chunk_values].v[c % chunk_values]) / s,
+                                to_float(v[(c + 1) / chunk_values].v[(c + 1) % chunk_values]) / s);
+        }
+        reinterpret_cast<Codes*>(to)[j] = q;
+      }
+      scales(p, g) = s;
+      return;
     }
-    Kokkos::single(Kokkos::PerThread(m), [&] { scales(p, g) = s; });
+    for (int c = 0; c < n; ++c) amax = max_magnitude(amax, to_float(from[c]));
+    const float s = e4m3_scale(amax);
+    for (int c = 0; c < n; ++c) to[c] = float8_e4m3(to_float(from[c]) / s);
+    scales(p, g) = s;
   }
 };
 

@@ -467,8 +467,8 @@ void Layer<ExecutionSpace, Scalar>::quantize_rows(
   q.tile_rows = tile_rows;
   q.gather = gather;
   q.zero_padding = zero_padding;
-  q.tiles = tiles;
-  q.run(exec_);
+  Kokkos::parallel_for("KokkosMoE::quantize_rows",
+                       kernel::make_policy(exec_, tiles, tile_rows, codes.extent(1)), q);
 }
 
 template <class ExecutionSpace, class Scalar>

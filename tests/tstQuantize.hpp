@@ -148,8 +148,7 @@ void check_activation_groups(std::int64_t H, bool zero_padding) {
   q.tile_rows = rows;
   q.gather = true;
   q.zero_padding = zero_padding;
-  q.tiles = tiles;
-  q.run(Space());
+  Kokkos::parallel_for(kernel::make_policy(Space(), tiles, rows, H), q);
   auto codes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), q.codes);
   auto scales = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), q.scales);
   auto order = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.order);
