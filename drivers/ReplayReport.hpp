@@ -109,19 +109,19 @@ struct LayerReport {
   double max_rel_err = 0, tolerance = 0;
   std::int64_t checked_tokens = 0;
   BitsCheck bits;  // --check-bits
-  // The expert kernels' row tiles, summed over the batches: the rows the
-  // tiles hold (tiles x tile_rows; an expert's last tile is partly filled)
-  // against the routed rows (tokens x k). The kernels multiply every row of
-  // a tile, so their fill bounds what a compute-bound batch can reach.
-  std::int64_t tiles = 0, tile_rows = 0, routed_rows = 0;
+  // The expert kernels' row tiles, summed over the batches (each batch
+  // picks its own tile shape): the rows the tiles hold (an expert's last
+  // tile is partly filled) against the routed rows (tokens x k). The
+  // kernels multiply every row of a tile, so their fill bounds what a
+  // compute-bound batch can reach.
+  std::int64_t tiles = 0, rows_in_tiles = 0, routed_rows = 0;
 
   void add_tiles(std::int64_t batch_tiles, std::int64_t rows_a_tile, std::int64_t routed) {
     tiles += batch_tiles;
-    tile_rows = rows_a_tile;
+    rows_in_tiles += batch_tiles * rows_a_tile;
     routed_rows += routed;
   }
-  std::int64_t rows_in_tiles() const { return tiles * tile_rows; }
-  double tile_fill() const { return tiles > 0 ? double(routed_rows) / rows_in_tiles() : 0; }
+  double tile_fill() const { return rows_in_tiles > 0 ? double(routed_rows) / rows_in_tiles : 0; }
 
   void add(const StageTimes& st, const Traffic& t) {
     const double s[num_stages] = {st.dispatch, st.gate_up, st.down_combine, st.total, st.graph};
@@ -196,8 +196,8 @@ inline void print_report(std::ostream& os, const Report& r) {
     print_layer_load(os, l.index, l.load, r.shape.experts);
     if (l.tiles > 0) {
       std::snprintf(line, sizeof line,
-                    "  tiles: %lld of %lld rows hold %lld routed rows (fill %.2f)\n",
-                    (long long)l.tiles, (long long)l.tile_rows, (long long)l.routed_rows,
+                    "  tiles: %lld holding %lld rows for %lld routed rows (fill %.2f)\n",
+                    (long long)l.tiles, (long long)l.rows_in_tiles, (long long)l.routed_rows,
                     l.tile_fill());
       os << line;
     }
@@ -266,7 +266,7 @@ inline void write_json(std::ostream& os, const Report& r) {
        << ", \"load\": {\"busiest_over_mean\": " << n(l.load.busiest_over_mean)
        << ", \"max_load\": " << l.load.max_load << ", \"mean_load\": " << n(l.load.mean_load)
        << ", \"empty_experts\": " << l.load.empty_experts
-       << "},\n     \"tiles\": {\"tiles\": " << l.tiles << ", \"tile_rows\": " << l.tile_rows
+       << "},\n     \"tiles\": {\"tiles\": " << l.tiles << ", \"rows\": " << l.rows_in_tiles
        << ", \"routed_rows\": " << l.routed_rows << ", \"fill\": " << n(l.tile_fill())
        << "},\n     \"stages\": {";
     for (int i = 0; i < num_stages; ++i) {
