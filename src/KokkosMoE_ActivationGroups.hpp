@@ -44,7 +44,7 @@ KOKKOS_FORCEINLINE_FUNCTION std::uint16_t e4m3_pair(float a, float b) {
 
 // One item per group of a row: its 128 values read once (16-byte loads
 // where the rows allow), their largest magnitude, then the codes (16-byte
-// stores): a pass bound by memory, with no reduction across threads.
+// stores), with no reduction across threads.
 template <class ExecutionSpace, class Token>
 struct QuantizeGroupsKernel {
   using memory_space = typename ExecutionSpace::memory_space;
