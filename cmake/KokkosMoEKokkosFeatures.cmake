@@ -138,3 +138,25 @@ endif()
 if(_kmoe_cuda)
   message(STATUS "KokkosMoE: CUDA wgmma kernels ${KokkosMoE_ENABLE_CUDA_WGMMA}")
 endif()
+
+# --- AMD matrix cores (MFMA): the CDNA fragment (src/hip/) where Kokkos
+# compiles HIP for CDNA2 or CDNA3 (gfx90a, gfx940-942, gfx950), read from
+# the arch flag in Kokkos' compile options; other AMD GPUs keep the portable
+# fragment.
+set(_kmoe_hip OFF)
+if("HIP" IN_LIST Kokkos_DEVICES)
+  set(_kmoe_hip ON)
+endif()
+set(_kmoe_cdna OFF)
+if(_kmoe_hip AND _kmoe_kokkos_options MATCHES "(offload-arch|amdgpu-target)=(gfx90a|gfx94[012]|gfx950)")
+  set(_kmoe_cdna ON)
+endif()
+option(KokkosMoE_ENABLE_HIP_MATRIX_CORES
+  "HIP kernels multiply on CDNA2/CDNA3 matrix cores (MFMA)" ${_kmoe_cdna})
+if(KokkosMoE_ENABLE_HIP_MATRIX_CORES AND NOT _kmoe_cdna)
+  message(FATAL_ERROR "KokkosMoE_ENABLE_HIP_MATRIX_CORES needs a Kokkos built for HIP on "
+    "gfx90a, gfx940-942 or gfx950; this one compiles: ${_kmoe_kokkos_options}")
+endif()
+if(_kmoe_hip)
+  message(STATUS "KokkosMoE: HIP matrix-core (MFMA) kernels ${KokkosMoE_ENABLE_HIP_MATRIX_CORES}")
+endif()

@@ -14,6 +14,7 @@
 #define KOKKOSMOE_ACTIVATIONGROUPS_HPP
 
 #include "KokkosMoE_Divide.hpp"
+#include "KokkosMoE_Target.hpp"
 
 #include <KokkosMoE/KokkosMoE_Dispatch.hpp>
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
@@ -28,19 +29,6 @@ namespace Impl {
 // One scale per this many values of a row: one K step of the e4m3
 // fragments and one weight block, so a step applies one scale per row.
 constexpr int activation_group = weight_block;
-
-// The codes of a and b, a in the low byte: float8_e4m3's rounding (nearest
-// even, saturating), by one instruction where the device has it (sm_89 and
-// later; float8_e4m3(float) is some 15 instructions with branches).
-KOKKOS_FORCEINLINE_FUNCTION std::uint16_t e4m3_pair(float a, float b) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-  std::uint16_t r;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(b), "f"(a));
-  return r;
-#else
-  return std::uint16_t(float8_e4m3(a).bits | (unsigned(float8_e4m3(b).bits) << 8));
-#endif
-}
 
 // One item per group of a row: its 128 values read once (16-byte loads
 // where the rows allow), their largest magnitude, then the codes (16-byte
@@ -115,7 +103,8 @@ struct QuantizeGroupsKernel {
         Codes q;
         for (int e = 0; e < 8; ++e) {
           const int c = 16 * j + 2 * e;
-          q.pair[e] = e4m3_pair(to_float(v[c / chunk_values].v[c % chunk_values]) / s,
+          q.pair[e] =
+              target::e4m3_pair(to_float(v[c / chunk_values].v[c % chunk_values]) / s,
                                 to_float(v[(c + 1) / chunk_values].v[(c + 1) % chunk_values]) / s);
         }
         reinterpret_cast<Codes*>(to)[j] = q;

@@ -102,13 +102,8 @@ struct E4m3Operands : Base {
     return s;
   }
   // Only tensor copies fill e4m3 operand tiles (the layer takes this path
-  // where its maps exist). A trap, not Kokkos::abort: a call in the kernel
-  // would make ptxas serialise every wgmma (C7510).
-  KOKKOS_INLINE_FUNCTION static void no_bulk_copies() {
-#ifdef __CUDA_ARCH__
-    __trap();
-#endif
-  }
+  // where its maps exist).
+  KOKKOS_INLINE_FUNCTION static void no_bulk_copies() { target::trap(); }
 };
 
 // h = silu(x gate^T) (x up^T) from x's quantised rows (the codes at

@@ -11,8 +11,7 @@
 
 #include "KokkosMoE_Divide.hpp"
 #include "KokkosMoE_ExpertMLP_MainLoop.hpp"
-#include "KokkosMoE_FastMath.hpp"
-#include "KokkosMoE_Host_Vector.hpp"
+#include "KokkosMoE_Target.hpp"
 #include "KokkosMoE_ValueRun.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -23,36 +22,25 @@ namespace KokkosMoE {
 namespace Impl {
 
 KOKKOS_INLINE_FUNCTION float silu_times(float g, float u) {
-  return g / (1.0f + fast_math::exp_fp32(-g)) * u;
+  return g / (1.0f + target::exp_fp32(-g)) * u;
 }
-// The same for values rounded to 16 bits next (see fast_math: errors of a
+// The same for values rounded to 16 bits next (KokkosMoE_Target.hpp: errors of a
 // few float ulp, far below bf16's or fp16's rounding).
 KOKKOS_INLINE_FUNCTION float silu_times_rounded(float g, float u) {
-  return fast_math::divide(g, 1.0f + fast_math::exp(-g)) * u;
+  return target::divide(g, 1.0f + target::exp(-g)) * u;
 }
 // silu(g) u to be stored as Scalar.
 template <class Scalar>
 KOKKOS_INLINE_FUNCTION float silu_times_as(float g, float u) {
   return sizeof(Scalar) == 2 ? silu_times_rounded(g, u) : silu_times(g, u);
 }
-// In host builds, by whole vectors where the run holds them (the host
-// fragments' vectors, KokkosMoE_Host_Vector.hpp): silu_times_as' values,
-// whose loop GCC 12 vectorised for AVX-512 only when compiled on its own
-// and never for AVX2 (an eighth of a prefill forward there).
+// By whole vectors where the target has them (host builds: the host
+// fragments' vectors), else value by value.
 template <class Scalar, int Width>
 KOKKOS_INLINE_FUNCTION ValueRun<Width> silu_times_as(const ValueRun<Width>& g,
                                                      const ValueRun<Width>& u) {
   ValueRun<Width> h;
-#ifdef KOKKOSMOE_HOST_VECTORS
-  using namespace host_vector;
-  if constexpr (Width % lanes == 0) {
-    for (int i = 0; i < Width; i += lanes) {
-      const vfloat gi = load(g.v + i);
-      store(h.v + i, gi / (1.0f + host_vector::exp(-gi)) * load(u.v + i));
-    }
-    return h;
-  }
-#endif
+  if (target::silu_runs<Width>(g, u, h)) return h;
   for (int i = 0; i < Width; ++i) h.v[i] = silu_times_as<Scalar>(g.v[i], u.v[i]);
   return h;
 }
@@ -97,7 +85,7 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
   // The token of each row of the tile, in scratch: the gathered rows of x
   // are found with one scratch read instead of a global read and a division.
   KOKKOS_INLINE_FUNCTION static int* tile_tokens(const member& m) {
-    return static_cast<int*>(m.team_scratch(0).get_shmem(sizeof(int) * BM));
+    return static_cast<int*>(m.team_scratch(scratch_level<Frag>()).get_shmem(sizeof(int) * BM));
   }
   KOKKOS_INLINE_FUNCTION void fill_tile_tokens(int* tokens, const typename base::Work& w,
                                                const typename base::Loader& ld) const {

@@ -107,7 +107,8 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   }
   KOKKOS_INLINE_FUNCTION static std::uint8_t* staged(const member& m, int rows) {
     return stages_weights
-               ? static_cast<std::uint8_t*>(m.team_scratch(0).get_shmem_aligned(S * rows * BK, 16))
+               ? static_cast<std::uint8_t*>(
+                     m.team_scratch(scratch_level<Frag>()).get_shmem_aligned(S * rows * BK, 16))
                : nullptr;
   }
 
@@ -136,10 +137,10 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
     return stages_weights ? tiles * item_scales * sizeof(float) + 16 : 0;
   }
   KOKKOS_INLINE_FUNCTION static float* scales(const member& m, int tiles) {
-    return stages_weights
-               ? static_cast<float*>(
-                     m.team_scratch(0).get_shmem_aligned(tiles * item_scales * sizeof(float), 16))
-               : nullptr;
+    return stages_weights ? static_cast<float*>(
+                                m.team_scratch(scratch_level<Frag>())
+                                    .get_shmem_aligned(tiles * item_scales * sizeof(float), 16))
+                          : nullptr;
   }
   KOKKOS_INLINE_FUNCTION static void load_scales(const Loader& ld, float* to,
                                                  const WeightRows<Scalar>& from, const Work& w) {
@@ -260,7 +261,7 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
                                                    int depth) const {
     using pipeline = typename frag::pipeline;
     const pipeline pipe{static_cast<std::uint64_t*>(
-        m.team_scratch(0).get_shmem_aligned(pipeline::scratch_bytes(), 8))};
+        m.team_scratch(scratch_level<Frag>()).get_shmem_aligned(pipeline::scratch_bytes(), 8))};
     auto t = kernel.team(m);
     auto acc = kernel.accumulators(m);
     pipe.initialize(m.team_rank(), frag::producer_threads, frag::multiplier_threads / 32);

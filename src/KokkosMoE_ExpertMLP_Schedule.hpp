@@ -113,9 +113,10 @@ struct ExpertTileSchedule {
     const std::int64_t resident = Frag::resident_teams();
     const std::int64_t teams = resident > 0 && resident < items ? resident : items;
     auto p = policy(exec, int(teams), Frag::team_size());
-    require_team_scratch(p, scratch + run_scratch_bytes(), kernel);
+    constexpr int level = scratch_level<Frag>();
+    require_team_scratch(p, scratch + run_scratch_bytes(), kernel, level);
     return Kokkos::Experimental::require(
-        p.set_scratch_size(0, Kokkos::PerTeam(scratch + run_scratch_bytes())),
+        p.set_scratch_size(level, Kokkos::PerTeam(scratch + run_scratch_bytes())),
         Kokkos::Experimental::WorkItemProperty::HintLightWeight);
   }
 };

@@ -11,7 +11,7 @@
 #include <KokkosMoE/KokkosMoE_BuildConfig.hpp>
 
 #include "KokkosMoE_FragmentContract.hpp"
-#include "KokkosMoE_Portable_Fragment.hpp"
+#include "portable/KokkosMoE_Portable_Fragment.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -89,6 +89,17 @@ constexpr bool has_e4m3_fragments() {
   return !std::is_void<typename E4m3Fragment<ExecutionSpace, TileSize::large>::gate_up>::value;
 }
 
+// The fragment of each tile shape in a table of a backend's shapes:
+// gate/up's and down's (where it has wider ones).
+template <TileSize Size, class Large, class Medium, class Small, class LargeDown = Large,
+          class MediumDown = Medium>
+struct ShapeTable {
+  using gate_up = std::conditional_t<Size == TileSize::large, Large,
+                                     std::conditional_t<Size == TileSize::medium, Medium, Small>>;
+  using down = std::conditional_t<Size == TileSize::large, LargeDown,
+                                  std::conditional_t<Size == TileSize::medium, MediumDown, Small>>;
+};
+
 template <class ExecutionSpace>
 int e4m3_tile_rows(TileSize size) {
   if constexpr (has_e4m3_fragments<ExecutionSpace>()) {
@@ -121,12 +132,11 @@ int min_tile_rows() {
 }  // namespace Impl
 }  // namespace KokkosMoE
 
-// The backends' fragments, after the templates they specialise: each file
-// compiles to nothing where its backend is not built. A new backend adds a
-// file and a line here.
-#include "KokkosMoE_Cuda_Fragment.hpp"
-#include "KokkosMoE_Cuda_Wgmma_Fragment.hpp"
-#include "KokkosMoE_Cuda_E4m3Fragment.hpp"
-#include "KokkosMoE_Host_Fragment.hpp"
+// The backends' fragments, after the templates they specialise: each
+// backend folder's file compiles to nothing where its backend is not built.
+// A new backend adds its folder and a line here.
+#include "cuda/KokkosMoE_Cuda_Fragments.hpp"
+#include "hip/KokkosMoE_Hip_Fragment.hpp"
+#include "host/KokkosMoE_Host_Fragment.hpp"
 
 #endif

@@ -93,6 +93,12 @@
 //                     multiplies from memory (a thread that streams the
 //                     weights itself: the host's decode fragment)
 //
+// Team scratch level (optional)
+//   static constexpr int scratch_level  the level of team scratch the
+//                     kernels and the fragment's tiles take (default 0; 1:
+//                     the host model of a GPU fragment, whose tiles exceed
+//                     the host backends' level 0)
+//
 // Bulk copies (only where producer_threads > 0)
 //   pipeline          a stage pipeline over pipeline::scratch_bytes() of
 //                     8-byte aligned scratch: initialize, wait_free,
@@ -266,6 +272,15 @@ using weights_in_place_flag = std::integral_constant<bool, Frag::weights_in_plac
 template <class Frag, class Scalar>
 constexpr bool reads_weights_in_place = optional_flag<weights_in_place_flag, Frag>() &&
                                         !is_block_scaled<Scalar>::value;
+
+// The team scratch level of Frag's kernels: its optional scratch_level, else 0.
+template <class Frag>
+using scratch_level_value = std::integral_constant<int, Frag::scratch_level>;
+template <class Frag>
+constexpr int scratch_level() {
+  if constexpr (fragment_contract::has<scratch_level_value, Frag>) return Frag::scratch_level;
+  else return 0;
+}
 
 // Fragments that multiply block-scaled codes themselves (the optional
 // multiplies_block_scaled): operand tiles of e4m3 codes, one scale block of K

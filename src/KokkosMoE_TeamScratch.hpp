@@ -28,12 +28,15 @@ struct TeamScratchLimit {
 };
 
 template <class Policy>
-void require_team_scratch(const Policy& policy, std::size_t bytes, const char* kernel) {
-  const std::size_t most = TeamScratchLimit<typename Policy::execution_space>::level0(policy);
+void require_team_scratch(const Policy& policy, std::size_t bytes, const char* kernel,
+                          int level = 0) {
+  const std::size_t most = level == 0
+                               ? TeamScratchLimit<typename Policy::execution_space>::level0(policy)
+                               : std::size_t(policy.scratch_size_max(level));
   if (bytes > most)
     throw std::runtime_error(
-        std::string(kernel) + ": a team needs " + std::to_string(bytes) +
-        " bytes of level-0 team scratch, but " + Policy::execution_space::name() +
+        std::string(kernel) + ": a team needs " + std::to_string(bytes) + " bytes of level-" +
+        std::to_string(level) + " team scratch, but " + Policy::execution_space::name() +
         " gives at most " + std::to_string(most) +
         " (a tile shape this build of Kokkos cannot run: see docs/building.md)");
 }
@@ -42,6 +45,6 @@ void require_team_scratch(const Policy& policy, std::size_t bytes, const char* k
 }  // namespace KokkosMoE
 
 // The backends' own limits.
-#include "KokkosMoE_Cuda_TeamScratch.hpp"
+#include "cuda/KokkosMoE_Cuda_TeamScratch.hpp"
 
 #endif

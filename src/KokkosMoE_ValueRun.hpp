@@ -2,12 +2,14 @@
 // A run of accumulator values of consecutive output columns of one row, as a
 // fragment's store hands them to the kernels: one value on host fragments,
 // the pair of columns a tensor-core thread holds on CUDA, so that kernels
-// store a pair with one instruction (whole 32-byte sectors per warp); also
-// the four columns a thread of the combine sums.
+// store a pair with one instruction (where the target converts pairs) (whole 32-byte sectors per
+// warp); also the four columns a thread of the combine sums.
 #ifndef KOKKOSMOE_VALUERUN_HPP
 #define KOKKOSMOE_VALUERUN_HPP
 
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
+
+#include "KokkosMoE_Target.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -23,33 +25,6 @@ struct ValueRun {
   float v[Width];
 };
 
-// Whether this compilation converts runs of Width values to 16 bits a pair
-// at a time, one instruction a pair (CUDA devices from sm_80: cvt to bf16x2
-// or f16x2, rounded to nearest even like from_float, whose software
-// rounding is 8 instructions a value).
-template <class T, int Width>
-KOKKOS_INLINE_FUNCTION constexpr bool converts_pairs() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  return Width % 2 == 0 && (std::is_same<T, bfloat16>::value || std::is_same<T, float16>::value);
-#else
-  return false;
-#endif
-}
-
-// Values a and b as T in one word, a in its low half (converts_pairs).
-template <class T>
-KOKKOS_FORCEINLINE_FUNCTION std::uint32_t converted_pair(float a, float b) {
-  std::uint32_t pair = 0;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  if constexpr (std::is_same<T, bfloat16>::value)
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(pair) : "f"(b), "f"(a));
-  else asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(pair) : "f"(b), "f"(a));
-#else
-  (void)a, (void)b;
-#endif
-  return pair;
-}
-
 // Writes the first `valid` values of run as T from dst on: all of them with
 // one vector store where the run is whole and dst aligned to its size.
 template <class T, int Width>
@@ -59,13 +34,13 @@ KOKKOS_FORCEINLINE_FUNCTION void store_run(T* dst, const ValueRun<Width>& run, i
       T v[Width];
     };
     if (valid >= Width && reinterpret_cast<std::uintptr_t>(dst) % sizeof(Whole) == 0) {
-      if constexpr (converts_pairs<T, Width>()) {
+      if constexpr (target::converts_pairs<T, Width>()) {
         struct alignas(Width * sizeof(T)) Words {
           std::uint32_t word[Width / 2];
         };
         Words w;
         for (int i = 0; i < Width / 2; ++i)
-          w.word[i] = converted_pair<T>(run.v[2 * i], run.v[2 * i + 1]);
+          w.word[i] = target::converted_pair<T>(run.v[2 * i], run.v[2 * i + 1]);
         *reinterpret_cast<Words*>(dst) = w;
       } else {
         Whole w;

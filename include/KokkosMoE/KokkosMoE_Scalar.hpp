@@ -4,8 +4,8 @@
 //
 // Arithmetic and accumulation are always in float; 16- and 8-bit types are
 // storage only. Kokkos 3.4 has no bfloat16 and its half_t is float on host backends,
-// so both 16-bit types are defined here, bit-exact on every backend (the CUDA
-// fragment reinterprets them as __half / __nv_bfloat16).
+// so both 16-bit types are defined here, bit-exact on every backend (the GPU
+// fragments hand their bits to the matrix instructions as they are).
 #ifndef KOKKOSMOE_SCALAR_HPP
 #define KOKKOSMOE_SCALAR_HPP
 

@@ -118,12 +118,12 @@ struct CudaWarpSpecialized : Base {
 // Large, medium, small; large and medium for down.
 template <class Scalar, TileSize Size>
 struct CudaFragmentOf
-    : CudaShapeTable<Size,
-                     CudaWarpSpecialized<CudaTensorCoreFragment<Scalar, 128, 128, 64, 8, 1, 4, 1>>,
-                     CudaTensorCoreFragment<Scalar, 64, 64, 64, 4, 1, 4, 2>,
-                     CudaTensorCoreFragment<Scalar, 16, 64, 64, 1, 4, 4, 3>,
-                     CudaWarpSpecialized<CudaTensorCoreFragment<Scalar, 128, 256, 64, 8, 1, 4, 1>>,
-                     CudaTensorCoreFragment<Scalar, 64, 128, 64, 4, 1, 4, 2>> {};
+    : ShapeTable<Size,
+                 CudaWarpSpecialized<CudaTensorCoreFragment<Scalar, 128, 128, 64, 8, 1, 4, 1>>,
+                 CudaTensorCoreFragment<Scalar, 64, 64, 64, 4, 1, 4, 2>,
+                 CudaTensorCoreFragment<Scalar, 16, 64, 64, 1, 4, 4, 3>,
+                 CudaWarpSpecialized<CudaTensorCoreFragment<Scalar, 128, 256, 64, 8, 1, 4, 1>>,
+                 CudaTensorCoreFragment<Scalar, 64, 128, 64, 4, 1, 4, 2>> {};
 
 // e4m3 weights: staged weights in every shape (two bf16 weight tiles and
 // S stages of half their size in e4m3, beside S stages of x or h), as
@@ -135,13 +135,12 @@ struct CudaFragmentOf
 // warpgroup, whose tensor copies cannot convert.
 template <TileSize Size>
 struct CudaFp8FragmentOf
-    : CudaShapeTable<Size,
-                     CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 128, 128, 64, 8, 1, 4, 1>>,
-                     CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 64, 64, 64, 4, 1, 4, 2>>,
-                     CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 16, 64, 64, 1, 4, 6, 2>>,
-                     CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 128, 128, 64, 8, 1, 4, 1>>,
-                     CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 64, 128, 64, 4, 1, 4, 2>>> {
-};
+    : ShapeTable<Size,
+                 CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 128, 128, 64, 8, 1, 4, 1>>,
+                 CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 64, 64, 64, 4, 1, 4, 2>>,
+                 CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 16, 64, 64, 1, 4, 6, 2>>,
+                 CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 128, 128, 64, 8, 1, 4, 1>>,
+                 CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 64, 128, 64, 4, 1, 4, 2>>> {};
 
 // With wgmma (its 128-row tiles twice as wide) 128-row tiles are even at 64
 // rows per expert (Mixtral, 256 tokens: 1.0x; 32 rows: 1.1x slower) and

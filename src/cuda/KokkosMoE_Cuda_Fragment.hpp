@@ -353,17 +353,6 @@ struct CudaTensorCoreFragment {
   }
 };
 
-// The fragment of each tile shape in a table of a build's shapes: gate/up's
-// and down's (where it has wider ones).
-template <TileSize Size, class Large, class Medium, class Small, class LargeDown = Large,
-          class MediumDown = Medium>
-struct CudaShapeTable {
-  using gate_up = std::conditional_t<Size == TileSize::large, Large,
-                                     std::conditional_t<Size == TileSize::medium, Medium, Small>>;
-  using down = std::conditional_t<Size == TileSize::large, LargeDown,
-                                  std::conditional_t<Size == TileSize::medium, MediumDown, Small>>;
-};
-
 // The fragments of the 16-bit types on CUDA, by the build's table: below,
 // or in sm_90a builds with large team scratch the warpgroup shapes'
 // (KokkosMoE_Cuda_Wgmma_Fragment.hpp). Looked up once a kernel instantiates
@@ -407,15 +396,15 @@ struct DownFragment<Kokkos::Cuda, float8_e4m3, Size> : CudaFp8FragmentOf<Size>::
 #if defined(KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH) && !defined(KOKKOSMOE_ENABLE_CUDA_WGMMA)
 template <class Scalar, TileSize Size>
 struct CudaFragmentOf
-    : CudaShapeTable<Size, CudaTensorCoreFragment<Scalar, 128, 64, 64, 2, 2, 3, 2>,  // large
-                     CudaTensorCoreFragment<Scalar, 64, 64, 64, 2, 2, 3, 3>,         // medium
-                     CudaTensorCoreFragment<Scalar, 16, 64, 64, 1, 4, 4, 3>> {};     // small
+    : ShapeTable<Size, CudaTensorCoreFragment<Scalar, 128, 64, 64, 2, 2, 3, 2>,  // large
+                 CudaTensorCoreFragment<Scalar, 64, 64, 64, 2, 2, 3, 3>,         // medium
+                 CudaTensorCoreFragment<Scalar, 16, 64, 64, 1, 4, 4, 3>> {};     // small
 #elif !defined(KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH)
 template <class Scalar, TileSize Size>
 struct CudaFragmentOf
-    : CudaShapeTable<Size, CudaTensorCoreFragment<Scalar, 128, 64, 32, 2, 2, 2, 2>,  // large
-                     CudaTensorCoreFragment<Scalar, 64, 64, 32, 2, 2, 2, 3>,         // medium
-                     CudaTensorCoreFragment<Scalar, 32, 32, 64, 2, 2, 3, 4>> {};     // small
+    : ShapeTable<Size, CudaTensorCoreFragment<Scalar, 128, 64, 32, 2, 2, 2, 2>,  // large
+                 CudaTensorCoreFragment<Scalar, 64, 64, 32, 2, 2, 2, 3>,         // medium
+                 CudaTensorCoreFragment<Scalar, 32, 32, 64, 2, 2, 3, 4>> {};     // small
 #endif
 
 #if !defined(KOKKOSMOE_ENABLE_CUDA_WGMMA) || !defined(KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH)

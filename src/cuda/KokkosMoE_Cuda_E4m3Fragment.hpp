@@ -153,11 +153,11 @@ template <class Base>
 using CudaE4m3Shape = CudaWarpSpecialized<CudaE4m3Operands<Base>, 32>;
 template <TileSize Size>
 struct CudaE4m3FragmentOf
-    : CudaShapeTable<Size == TileSize::small ? TileSize::medium : Size,
-                     CudaE4m3Shape<CudaTensorCoreFragment<bfloat16, 128, 64, 64, 8, 1, 5, 1>>,
-                     CudaE4m3Shape<CudaTensorCoreFragment<bfloat16, 64, 64, 64, 4, 1, 4, 2>>, void,
-                     CudaE4m3Shape<CudaTensorCoreFragment<bfloat16, 128, 128, 64, 8, 1, 5, 1>>,
-                     CudaE4m3Shape<CudaTensorCoreFragment<bfloat16, 64, 128, 64, 4, 1, 4, 2>>> {};
+    : ShapeTable<Size == TileSize::small ? TileSize::medium : Size,
+                 CudaE4m3Shape<CudaTensorCoreFragment<bfloat16, 128, 64, 64, 8, 1, 5, 1>>,
+                 CudaE4m3Shape<CudaTensorCoreFragment<bfloat16, 64, 64, 64, 4, 1, 4, 2>>, void,
+                 CudaE4m3Shape<CudaTensorCoreFragment<bfloat16, 128, 128, 64, 8, 1, 5, 1>>,
+                 CudaE4m3Shape<CudaTensorCoreFragment<bfloat16, 64, 128, 64, 4, 1, 4, 2>>> {};
 
 template <TileSize Size>
 struct E4m3Fragment<Kokkos::Cuda, Size> {

@@ -104,7 +104,7 @@ inline vfloat widen_first(const Scalar* p, int n) {
   for (int i = 0; i < n; ++i) v[i] = to_float(p[i]);
   return v;
 }
-// e^x lane by lane: fast_math::exp's polynomial on whole vectors, the
+// e^x lane by lane: the host target's exp polynomial on whole vectors, the
 // same values.
 inline vfloat exp(vfloat x) {
   using vint = std::int32_t __attribute__((vector_size(lanes * sizeof(std::int32_t))));

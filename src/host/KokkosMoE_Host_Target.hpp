@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: BSD-3-Clause
+// The target operations (KokkosMoE_Target.hpp) of builds without a GPU
+// backend: exp by a branch-free polynomial, so that the kernels' runs of
+// outputs vectorise (the library's expf is one call a value), and the SwiGLU
+// of a run by whole host vectors (KokkosMoE_Host_Vector.hpp), whose loop
+// GCC 12 vectorised for AVX-512 only when compiled on its own and never for
+// AVX2.
+#ifndef KOKKOSMOE_HOST_TARGET_HPP
+#define KOKKOSMOE_HOST_TARGET_HPP
+
+#include "KokkosMoE_FastMath.hpp"
+#include "host/KokkosMoE_Host_Vector.hpp"
+#include "portable/KokkosMoE_Portable_Target.hpp"
+
+#include <cstdint>
+
+namespace KokkosMoE {
+namespace Impl {
+namespace target {
+
+using portable_target::converted_pair;
+using portable_target::converts_pairs;
+using portable_target::divide;
+using portable_target::e4m3_pair;
+using portable_target::trap;
+
+// A float ulp or two: below bf16's and fp16's rounding, and below the error
+// of the K-long sums an fp32 output follows.
+inline float exp(float x) {
+  return fast_math::exp_polynomial<std::int32_t>(x, -87.0f, 88.0f,
+                                                 [](float n) { return std::int32_t(n); });
+}
+inline float exp_fp32(float x) { return exp(x); }
+
+template <int Width, class Run>
+inline bool silu_runs(const Run& g, const Run& u, Run& h) {
+#ifdef KOKKOSMOE_HOST_VECTORS
+  using namespace host_vector;
+  if constexpr (Width % lanes == 0) {
+    for (int i = 0; i < Width; i += lanes) {
+      const vfloat gi = load(g.v + i);
+      store(h.v + i, gi / (1.0f + host_vector::exp(-gi)) * load(u.v + i));
+    }
+    return true;
+  }
+#endif
+  return portable_target::silu_runs<Width>(g, u, h);
+}
+
+}  // namespace target
+}  // namespace Impl
+}  // namespace KokkosMoE
+
+#endif
