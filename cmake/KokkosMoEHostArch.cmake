@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The instruction set of the host kernels: the host fragment
-# (src/KokkosMoE_Host_Fragment.hpp) is written in vectors as wide as the
+# (src/host/KokkosMoE_Host_Fragment.hpp) is written in vectors as wide as the
 # compile allows, so this decides its speed.
 #
 #   KokkosMoE_HOST_ARCH   native (default): this machine's, resolved to its

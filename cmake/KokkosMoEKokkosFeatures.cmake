@@ -66,7 +66,7 @@ endforeach()
 # our patch (cmake/patches/kokkos-3.4-cuda-shmem-optin.patch), recognised by
 # the opt-in call it adds to Kokkos' installed launch header. Every other
 # Kokkos caps team scratch near 40-48 KiB: the kernels then take the smaller
-# tile shapes (src/KokkosMoE_Cuda_Fragment.hpp).
+# tile shapes (src/cuda/KokkosMoE_Cuda_Fragment.hpp).
 set(_kmoe_large_scratch OFF)
 if(_kmoe_cuda)
   if(Kokkos_VERSION VERSION_GREATER_EQUAL 5.2.0)

@@ -7,7 +7,7 @@
 #include <KokkosMoE/KokkosMoE_Layer.hpp>
 
 #include "KokkosMoE_Dispatch_Impl.hpp"
-#include "KokkosMoE_ExpertMLP_Impl.hpp"
+#include "KokkosMoE_ExpertStages.hpp"
 #include "KokkosMoE_Router.hpp"
 #include "KokkosMoE_Routing_Impl.hpp"
 
@@ -21,10 +21,6 @@
 namespace KokkosMoE {
 
 namespace Impl {
-// Rows of partial results kept for split-K: a batch of A assignments can be
-// split up to split_k_rows / A ways.
-constexpr std::int64_t split_k_rows = 512;
-
 // Opens a profiling region for the lifetime of a stage.
 class StageRegion {
  public:
@@ -122,82 +118,33 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
   // Room for the tiles of the shape with the fewest rows per tile.
   plan_ = DispatchPlan<memory_space>::allocate(int(E), T * k,
                                                Impl::min_tile_rows<ExecutionSpace, Scalar>());
-  // With tensor copies, the large kernels keep x's gathered rows and h
-  // tile-major (see ExpertTileKernel::operand_row): room for every tile.
-  // A forward uses at most A + (non-empty experts) BM of those rows (A = T
-  // k assignments), and dispatch takes large tiles only where the active
-  // experts are at most A / large_tile_rows_from (batch-invariant layers:
-  // always, so up to min(A, E) experts).
-  const bool bulk = Impl::bulk_copies<ExecutionSpace, Scalar>();
-  const int tile_rows = Impl::tile_rows<ExecutionSpace, Scalar>(Impl::TileSize::large);
-  const std::int64_t large_experts =
-      config_.batch_invariant ? std::min<std::int64_t>(T * k, E)
-                              : T * k / Impl::TileCrossovers<ExecutionSpace>::large_tile_rows_from;
-  const std::int64_t tile_major_rows = std::max<std::int64_t>(
-      T * k, std::min<std::int64_t>(
-                 DispatchPlan<memory_space>::max_tiles(T * k, int(E), tile_rows) * tile_rows,
-                 T * k + large_experts * tile_rows));
-  h_ = decltype(h_)("KokkosMoE::activations", bulk ? tile_major_rows : T * k, F);
-  // Spare rows hold the split-K partial sums of small batches.
-  y_ = decltype(y_)("KokkosMoE::expert_outputs", std::max<std::int64_t>(T * k, Impl::split_k_rows),
-                    H);
-  gate_up_parts_ = decltype(gate_up_parts_)("KokkosMoE::gate_up_parts", Impl::split_k_rows, 2 * F);
-  if (bulk)
-    gathered_rows_ = decltype(gathered_rows_)("KokkosMoE::gathered_rows", tile_major_rows, H);
-  copy_maps_ = Impl::copy_maps<ExecutionSpace, Scalar>(weights_, h_, gathered_rows_);
   // For this instance (an OpenMP partition may hold fewer threads than
   // another instance of the same space), once: not in every forward.
   one_team_threads_ =
       Impl::DispatchKernels<ExecutionSpace>{plan_, {}, int(E), int(k), 0}.one_team_threads(exec_);
-  if (bulk && copy_maps_.size() == 0) {  // 16-byte copies: sorted rows, nothing gathered
-    gathered_rows_ = decltype(gathered_rows_)();
-    h_ = decltype(h_)("KokkosMoE::activations", T * k, F);
-  }
-  if constexpr (Impl::has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value)
-    use_e4m3_operands();
+  experts_ = std::make_unique<Impl::ExpertStages<ExecutionSpace, Scalar>>(config_, weights_, exec_);
 }
 
 template <class ExecutionSpace, class Scalar>
-void Layer<ExecutionSpace, Scalar>::use_e4m3_operands() {
-  if constexpr (Impl::has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value) {
-    // Tile-major rows for the most tiles of any shape.
-    const std::int64_t E = config_.num_experts, H = config_.hidden_size, F = config_.ffn_size;
-    const std::int64_t A = config_.max_tokens * config_.top_k;
-    std::int64_t rows = 0;
-    for (auto size : {Impl::TileSize::small, Impl::TileSize::medium, Impl::TileSize::large}) {
-      const int bm = Impl::e4m3_tile_rows<ExecutionSpace>(size);
-      rows = std::max(rows, DispatchPlan<memory_space>::max_tiles(A, int(E), bm) * bm);
-    }
-    auto h = decltype(h_)("KokkosMoE::activations", rows, F);
-    auto x_codes = decltype(x_codes_)("KokkosMoE::x_codes", rows, H);
-    auto h_codes = decltype(h_codes_)("KokkosMoE::h_codes", rows, F);
-    using large = Impl::E4m3Fragment<ExecutionSpace, Impl::TileSize::large>;
-    using medium = Impl::E4m3Fragment<ExecutionSpace, Impl::TileSize::medium>;
-    using small = Impl::E4m3Fragment<ExecutionSpace, Impl::TileSize::small>;
-    // One set of maps, whose boxes are every shape's weight tiles.
-    static_assert(large::gate_up::tile_n == medium::gate_up::tile_n &&
-                      large::gate_up::tile_n == small::gate_up::tile_n &&
-                      large::down::tile_n == medium::down::tile_n &&
-                      large::down::tile_n == small::down::tile_n,
-                  "e4m3 shapes whose weight tiles differ need maps of their own");
-    auto maps = Impl::copy_maps_of<memory_space, typename large::gate_up, typename large::down>(
-        weights_, h_codes, x_codes,
-        Impl::GateUpE4m3Kernel<ExecutionSpace, Impl::TileSize::large>::activation_box);
-    if (maps.size() == 0) return;  // the kernels that dequantise
-    e4m3_operands_ = true;
-    copy_maps_ = maps;
-    h_ = h;
-    x_codes_ = x_codes;
-    h_codes_ = h_codes;
-    x_scales_ = decltype(x_scales_)("KokkosMoE::x_scales", rows, weights_type::blocks(H));
-    h_scales_ = decltype(h_scales_)("KokkosMoE::h_scales", rows, weights_type::blocks(F));
-  }
+Layer<ExecutionSpace, Scalar>::~Layer() = default;
+template <class ExecutionSpace, class Scalar>
+Layer<ExecutionSpace, Scalar>::Layer(Layer&&) noexcept = default;
+template <class ExecutionSpace, class Scalar>
+Layer<ExecutionSpace, Scalar>& Layer<ExecutionSpace, Scalar>::operator=(Layer&&) noexcept = default;
+
+template <class ExecutionSpace, class Scalar>
+auto Layer<ExecutionSpace, Scalar>::activations() const -> activations_view {
+  return experts_->activations();
 }
 
 template <class ExecutionSpace, class Scalar>
 bool Layer<ExecutionSpace, Scalar>::activations_tile_major() const {
-  if (e4m3_operands_) return true;
-  return Impl::TileSize(tile_size_) == Impl::TileSize::large && copy_maps_.size() > 0;
+  return experts_->tile_major(Impl::TileSize(tile_size_));
+}
+
+template <class ExecutionSpace, class Scalar>
+bool Layer<ExecutionSpace, Scalar>::quantizes_activations() const {
+  return experts_->quantizes_activations();
 }
 
 template <class ExecutionSpace, class Scalar>
@@ -290,9 +237,7 @@ void Layer<ExecutionSpace, Scalar>::dispatch(const const_ids_view& ids, std::int
   tile_size_ = int(size);
   dispatched_tokens_ = num_tokens;
   gated_tokens_ = -1;
-  plan_.tile_rows = Impl::tile_rows<ExecutionSpace, Scalar>(size);
-  if constexpr (Impl::has_e4m3_fragments<ExecutionSpace>())
-    if (e4m3_operands_) plan_.tile_rows = Impl::e4m3_tile_rows<ExecutionSpace>(size);
+  plan_.tile_rows = experts_->tile_rows(size);
   Impl::DispatchKernels<ExecutionSpace>{plan_, ids, config_.num_experts, config_.top_k,
                                         int(assignments)}
       .run(exec_, one_team_threads_);
@@ -308,53 +253,7 @@ void Layer<ExecutionSpace, Scalar>::gate_up(const const_tokens_view& x, std::int
   gated_tokens_ = num_tokens;
   if (num_tokens * config_.top_k == 0) return;
   // The tile shape the last dispatch built its tiles for.
-  switch (Impl::TileSize(tile_size_)) {
-    case Impl::TileSize::small: gate_up_tiles<int(Impl::TileSize::small)>(x, num_tokens); break;
-    case Impl::TileSize::medium: gate_up_tiles<int(Impl::TileSize::medium)>(x, num_tokens); break;
-    case Impl::TileSize::large: gate_up_tiles<int(Impl::TileSize::large)>(x, num_tokens); break;
-  }
-}
-
-template <class ExecutionSpace, class Scalar>
-template <int Size>
-void Layer<ExecutionSpace, Scalar>::gate_up_tiles(const const_tokens_view& x,
-                                                  std::int64_t num_tokens) {
-  if constexpr (Impl::has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value)
-    if (e4m3_operands_) return gate_up_e4m3<Size>(x, num_tokens);
-  using kernel = Impl::GateUpKernel<ExecutionSpace, Scalar, Impl::TileSize(Size)>;
-  const std::int64_t assignments = num_tokens * config_.top_k;
-  kernel f;
-  set_gate_up(f, assignments);
-  f.x = x;
-  f.partial = gate_up_parts_;
-  const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts,
-                                                           kernel::BM);
-  // Decode: few tiles would leave most multiprocessors idle or run in one
-  // and a bit waves; split H (parts to gate_up_parts_, then one activation
-  // pass), as the down projection splits F. (Never in a batch-invariant
-  // layer: the parts' sum is another order than one K loop's.)
-  if (Impl::TileSize(Size) == Impl::TileSize::small && !config_.batch_invariant)
-    f.split_k(tiles, int(config_.hidden_size), assignments, std::int64_t(gate_up_parts_.extent(0)),
-              Impl::Fragment<ExecutionSpace, Scalar, Impl::TileSize::small>::split_k_teams());
-  // The large kernel's tensor copies read x's rows gathered, tile-major.
-  if (activations_tile_major()) {
-    using gather = Impl::GatherRowsKernel<ExecutionSpace, token_type>;
-    const bool aligned = reinterpret_cast<std::uintptr_t>(x.data()) % 16 == 0;
-    Kokkos::parallel_for("KokkosMoE::gather_rows",
-                         Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
-                             exec_, 0, gather::items(tiles, kernel::BM, config_.hidden_size)),
-                         gather{plan_, x, gathered_rows_, int(config_.top_k),
-                                int(config_.num_experts), kernel::BM, aligned});
-  }
-  Kokkos::parallel_for("KokkosMoE::gate_up",
-                       f.make_policy(exec_, tiles, kernel::scratch_bytes(), "KokkosMoE::gate_up"),
-                       f);
-  if (f.splits > 1)
-    Kokkos::parallel_for("KokkosMoE::activation",
-                         Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
-                             exec_, 0, assignments * config_.ffn_size),
-                         Impl::ActivationKernel<ExecutionSpace, token_type>{
-                             gate_up_parts_, h_, config_.ffn_size, assignments, f.splits});
+  experts_->gate_up(x, num_tokens, Impl::TileSize(tile_size_), plan_);
 }
 
 template <class ExecutionSpace, class Scalar>
@@ -367,146 +266,7 @@ void Layer<ExecutionSpace, Scalar>::down_combine(const const_weights_view& routi
   check_width(routing_weights, config_.top_k, "routing weights");
   check_follows(gated_tokens_, num_tokens, "down_combine", "gate_up");
   if (num_tokens * config_.top_k == 0) return;
-  int splits = 1;
-  switch (Impl::TileSize(tile_size_)) {
-    case Impl::TileSize::small: splits = down_tiles<int(Impl::TileSize::small)>(num_tokens); break;
-    case Impl::TileSize::medium:
-      splits = down_tiles<int(Impl::TileSize::medium)>(num_tokens);
-      break;
-    case Impl::TileSize::large: splits = down_tiles<int(Impl::TileSize::large)>(num_tokens); break;
-  }
-  // Four columns per item, except for split-K batches (decode: a few
-  // tokens, many K parts to sum), whose one column per item keeps 4x the
-  // threads loading (Mixtral-8x7B, one token: 1.7 % slower with four).
-  if (splits > 1) combine<1>(routing_weights, out, num_tokens, splits);
-  else combine<4>(routing_weights, out, num_tokens, splits);
-}
-
-template <class ExecutionSpace, class Scalar>
-template <int Size>
-int Layer<ExecutionSpace, Scalar>::down_tiles(std::int64_t num_tokens) {
-  if constexpr (Impl::has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value)
-    if (e4m3_operands_) return down_e4m3<Size>(num_tokens);
-  Impl::DownKernel<ExecutionSpace, Scalar, Impl::TileSize(Size)> f;
-  return launch_down(f, num_tokens * config_.top_k);
-}
-
-template <class ExecutionSpace, class Scalar>
-template <class Kernel>
-void Layer<ExecutionSpace, Scalar>::set_gate_up(Kernel& f, std::int64_t assignments) const {
-  f.plan = plan_;
-  f.experts = config_.num_experts;
-  f.k = config_.top_k;
-  f.column_blocks = int((config_.ffn_size + Kernel::BN - 1) / Kernel::BN);
-  f.gate = weights_.gate;
-  f.up = weights_.up;
-  f.gate_scale = weights_.gate_scale;
-  f.up_scale = weights_.up_scale;
-  f.h = h_;
-  f.assignments = int(assignments);
-  f.maps = copy_maps_.data();
-}
-
-template <class ExecutionSpace, class Scalar>
-template <class Kernel>
-int Layer<ExecutionSpace, Scalar>::launch_down(Kernel& f, std::int64_t assignments) {
-  f.plan = plan_;
-  f.experts = config_.num_experts;
-  f.k = config_.top_k;
-  f.column_blocks = int((config_.hidden_size + Kernel::BN - 1) / Kernel::BN);
-  f.h = h_;
-  f.down = weights_.down;
-  f.down_scale = weights_.down_scale;
-  f.y = y_;
-  f.assignments = int(assignments);
-  f.maps = copy_maps_.data();
-  const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts,
-                                                           Kernel::BM);
-  // Few tokens leave few tiles and a long F: split F so that the launch
-  // still fills the device (partial sums go to spare rows of y); not in a
-  // batch-invariant layer.
-  if (!config_.batch_invariant)
-    f.split_k(tiles, int(config_.ffn_size), assignments, std::int64_t(y_.extent(0)),
-              Kernel::frag::split_k_teams());
-  Kokkos::parallel_for("KokkosMoE::down",
-                       f.make_policy(exec_, tiles, Kernel::scratch_bytes(), "KokkosMoE::down"), f);
-  return f.splits;
-}
-
-template <class ExecutionSpace, class Scalar>
-template <int Width>
-void Layer<ExecutionSpace, Scalar>::combine(const const_weights_view& routing_weights,
-                                            const tokens_view& out, std::int64_t num_tokens,
-                                            int splits) {
-  using kernel = Impl::CombineKernel<ExecutionSpace, token_type, Width>;
-  if constexpr (Width > 1) {
-    if (!kernel::applies(y_.data(), config_.hidden_size))
-      return combine<1>(routing_weights, out, num_tokens, splits);
-  }
-  Kokkos::parallel_for("KokkosMoE::combine",
-                       Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
-                           exec_, 0, kernel::items(num_tokens, config_.hidden_size)),
-                       kernel{y_, plan_.position, routing_weights, out, config_.top_k,
-                              config_.hidden_size, splits, num_tokens * config_.top_k});
-}
-
-template <class ExecutionSpace, class Scalar>
-template <class Source>
-void Layer<ExecutionSpace, Scalar>::quantize_rows(
-    const Source& source, bool gather, bool zero_padding, int tile_rows, std::int64_t tiles,
-    const Kokkos::View<float8_e4m3**, Kokkos::LayoutRight, memory_space>& codes,
-    const Kokkos::View<float**, Kokkos::LayoutRight, memory_space>& scales) {
-  using kernel = Impl::QuantizeGroupsKernel<ExecutionSpace, token_type>;
-  kernel q;
-  q.plan = plan_;
-  q.source = source;
-  q.codes = codes;
-  q.scales = scales;
-  q.k = config_.top_k;
-  q.experts = config_.num_experts;
-  q.tile_rows = tile_rows;
-  q.gather = gather;
-  q.zero_padding = zero_padding;
-  Kokkos::parallel_for("KokkosMoE::quantize_rows",
-                       kernel::make_policy(exec_, tiles, tile_rows, codes.extent(1)), q);
-}
-
-template <class ExecutionSpace, class Scalar>
-template <int Size>
-void Layer<ExecutionSpace, Scalar>::gate_up_e4m3(const const_tokens_view& x,
-                                                 std::int64_t num_tokens) {
-  if constexpr (Impl::has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value) {
-    using kernel = Impl::GateUpE4m3Kernel<ExecutionSpace, Impl::TileSize(Size)>;
-    const std::int64_t assignments = num_tokens * config_.top_k;
-    const auto tiles = DispatchPlan<memory_space>::max_tiles(assignments, config_.num_experts,
-                                                             kernel::BM);
-    constexpr bool pad = Impl::zeroes_padding_rows(Impl::TileSize(Size));
-    quantize_rows(x, true, pad, kernel::BM, tiles, x_codes_, x_scales_);
-    kernel f;
-    set_gate_up(f, assignments);
-    f.activation_scales = x_scales_;
-    f.depth = int(config_.hidden_size);
-    Kokkos::parallel_for("KokkosMoE::gate_up",
-                         f.make_policy(exec_, tiles, kernel::scratch_bytes(), "KokkosMoE::gate_up"),
-                         f);
-    quantize_rows(h_, false, pad, kernel::BM, tiles, h_codes_, h_scales_);
-  } else {
-    (void)x, (void)num_tokens;
-  }
-}
-
-template <class ExecutionSpace, class Scalar>
-template <int Size>
-int Layer<ExecutionSpace, Scalar>::down_e4m3(std::int64_t num_tokens) {
-  if constexpr (Impl::has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value) {
-    Impl::DownE4m3Kernel<ExecutionSpace, Impl::TileSize(Size)> f;
-    f.activation_scales = h_scales_;
-    f.depth = int(config_.ffn_size);
-    return launch_down(f, num_tokens * config_.top_k);
-  } else {
-    (void)num_tokens;
-    return 1;
-  }
+  experts_->down_combine(routing_weights, out, num_tokens, Impl::TileSize(tile_size_), plan_);
 }
 
 template <class ExecutionSpace, class Scalar>

@@ -5,6 +5,7 @@
 
 #include "KokkosMoE_Divide.hpp"
 #include "KokkosMoE_ExpertMLP_Impl.hpp"
+#include "KokkosMoE_ExpertStages.hpp"
 #include "KokkosMoE_Fragment.hpp"
 #include "KokkosMoE_ValueRun.hpp"
 
@@ -322,6 +323,23 @@ TEST(EXPERTMLP_SUITE, TileShapeFollowsRowsPerExpert) {
   EXPECT_EQ(Impl::tile_size_for<Space>(large_from - 1), Impl::TileSize::medium);
   EXPECT_EQ(Impl::tile_size_for<Space>(large_from), Impl::TileSize::large);
   EXPECT_EQ(Impl::tile_size_for<Space>(600), Impl::TileSize::large);
+}
+
+// The expert stages' workspace within its size query, and at least h (A
+// rows) and the expert outputs, for sizes where the tile-major rows differ.
+TYPED_TEST(EXPERTMLP_SUITE, WorkspaceWithinItsSizeQuery) {
+  using stages = Impl::ExpertStages<Space, TypeParam>;
+  using token = token_type_t<TypeParam>;
+  for (const auto& [T, batch_invariant] : {std::pair<int, bool>{1, false}, {40, false},
+                                          {600, false}, {40, true}}) {
+    Problem<Space, TypeParam> p(8, 2, 256, 384, T);
+    p.config.batch_invariant = batch_invariant;
+    const stages s(p.config, p.weights, Space());
+    const std::size_t A = std::size_t(T) * 2;
+    SCOPED_TRACE(std::to_string(T) + (batch_invariant ? " tokens, batch-invariant" : " tokens"));
+    EXPECT_LE(s.bytes(), stages::workspace_bytes(p.config));
+    EXPECT_GE(s.bytes(), A * 384 * sizeof(token) + std::max<std::size_t>(A, 512) * 256 * 4);
+  }
 }
 
 // Every shape of both kernels' fragments (e4m3 weights: the fragments they

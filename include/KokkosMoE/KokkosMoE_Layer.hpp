@@ -16,8 +16,14 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <memory>
 
 namespace KokkosMoE {
+namespace Impl {
+// The expert part after dispatch and its operand workspace (src/).
+template <class ExecutionSpace, class Scalar>
+class ExpertStages;
+}  // namespace Impl
 
 // Scalar: the storage type of the expert weights, and of the hidden states,
 // activations and outputs (token_type), which for float8_e4m3 weights are
@@ -46,8 +52,9 @@ class Layer {
   // not the state that says what they hold): movable, not copyable.
   Layer(const Layer&) = delete;
   Layer& operator=(const Layer&) = delete;
-  Layer(Layer&&) = default;
-  Layer& operator=(Layer&&) = default;
+  Layer(Layer&&) noexcept;
+  Layer& operator=(Layer&&) noexcept;
+  ~Layer();
 
   const Config& config() const { return config_; }
   const weights_type& weights() const { return weights_; }
@@ -83,9 +90,10 @@ class Layer {
   const DispatchPlan<memory_space>& plan() const { return plan_; }
   // h, F wide: in sorted order (row p belongs to assignment plan().order(p)),
   // or tile-major where activations_tile_major() says so.
-  Kokkos::View<token_type**, Kokkos::LayoutRight, memory_space> activations() const { return h_; }
-  // Whether the last dispatch chose large tiles whose operands come by
-  // tensor copies (sm_90a), or the layer multiplies e4m3 codes
+  using activations_view = Kokkos::View<token_type**, Kokkos::LayoutRight, memory_space>;
+  activations_view activations() const;
+  // Whether the last dispatch chose large tiles whose operands the backend
+  // copies by tensor maps (CUDA sm_90a), or the layer multiplies e4m3 codes
   // (quantizes_activations): h's rows are then tile-major, the r-th row of
   // tile t (plan().tiles(t, 1) + r in sorted order) at t * plan().tile_rows
   // + r. The tile's rows past its last are zero where the tiles are large;
@@ -98,7 +106,7 @@ class Layer {
   // each group scaled by its largest magnitude / 448 (DeepSeek-V3's recipe),
   // and h is rounded to token_type before it is quantised. Otherwise the
   // kernels multiply the weights' values in token_type or float.
-  bool quantizes_activations() const { return e4m3_operands_; }
+  bool quantizes_activations() const;
 
   // Checks routing before it is given to forward: ids in [0, E) and distinct
   // within a row, weights finite. Throws std::invalid_argument naming the
@@ -124,39 +132,6 @@ class Layer {
                      const char* before) const;
   template <class View>
   void check_width(const View& v, std::int64_t width, const char* what) const;
-  // The expert kernels for one tile shape (Impl::TileSize: small for decode
-  // sizes, medium, large for many rows per expert).
-  template <int Size>
-  void gate_up_tiles(const const_tokens_view& x, std::int64_t num_tokens);
-  // (down: the expert outputs of each K part; returns the parts.)
-  template <int Size>
-  int down_tiles(std::int64_t num_tokens);
-  // A gate/up kernel's fields from the layer; a down kernel's, and its
-  // launch (returns its K parts).
-  template <class Kernel>
-  void set_gate_up(Kernel& f, std::int64_t assignments) const;
-  template <class Kernel>
-  int launch_down(Kernel& f, std::int64_t assignments);
-  // The same with e4m3 operands (quantizes_activations()).
-  template <int Size>
-  void gate_up_e4m3(const const_tokens_view& x, std::int64_t num_tokens);
-  template <int Size>
-  int down_e4m3(std::int64_t num_tokens);
-  // Takes e4m3 operands where the backend has them and tensor maps of the
-  // weights and activations can be made (constructor).
-  void use_e4m3_operands();
-  // Quantises `rows` tile-major rows (gathered from x's, or h's own) in
-  // groups (see quantizes_activations).
-  template <class Source>
-  void quantize_rows(const Source& source, bool gather, bool zero_padding, int tile_rows,
-                     std::int64_t tiles,
-                     const Kokkos::View<float8_e4m3**, Kokkos::LayoutRight, memory_space>& codes,
-                     const Kokkos::View<float**, Kokkos::LayoutRight, memory_space>& scales);
-  // The weighted sum of each token's expert outputs (the sum of `splits` K
-  // parts each), Width columns per item where y's rows allow.
-  template <int Width>
-  void combine(const const_weights_view& routing_weights, const tokens_view& out,
-               std::int64_t num_tokens, int splits);
 
   Config config_;
   weights_type weights_;
@@ -173,21 +148,8 @@ class Layer {
   std::int64_t dispatched_tokens_ = -1;
   std::int64_t gated_tokens_ = -1;
   int one_team_threads_ = 1;  // the one-team dispatch's team on exec_
-  Kokkos::View<token_type**, Kokkos::LayoutRight, memory_space>
-      h_;  // [max_tokens * k or tile-major rows, F]
-  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y_;  // [max_tokens * k, H]
-  // Split-K parts of the gate and up products of small batches: [rows, 2F].
-  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> gate_up_parts_;
-  // Descriptors of the weights, h and the gathered rows of x for bulk tensor
-  // copies, and those rows ([rows, H], tile-major), where the backend's
-  // large kernels use them (empty otherwise).
-  Kokkos::View<std::uint64_t*, memory_space> copy_maps_;
-  Kokkos::View<token_type**, Kokkos::LayoutRight, memory_space> gathered_rows_;
-  // With e4m3 operands (quantizes_activations): x's gathered rows and h as
-  // e4m3 codes, tile-major, and their scales ([rows, ceil(H or F / 128)]).
-  bool e4m3_operands_ = false;
-  Kokkos::View<float8_e4m3**, Kokkos::LayoutRight, memory_space> x_codes_, h_codes_;
-  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> x_scales_, h_scales_;
+  // gate/up, down and combine, with the operands they need.
+  std::unique_ptr<Impl::ExpertStages<ExecutionSpace, Scalar>> experts_;
 };
 
 }  // namespace KokkosMoE

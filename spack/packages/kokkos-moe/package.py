@@ -72,6 +72,10 @@ class KokkosMoe(CMakePackage, CudaPackage, ROCmPackage):
         depends_on(f"kokkos cuda_arch={kokkos_arch}", when=f"+cuda cuda_arch={arch}")
     for target in ROCmPackage.amdgpu_targets:
         depends_on(f"kokkos amdgpu_target={target}", when=f"+rocm amdgpu_target={target}")
+    # The CDNA targets of the matrix-core fragment (src/hip/), where the
+    # amdgpu targets of this spack know them.
+    cdna_targets = [t for t in ("gfx90a", "gfx940", "gfx941", "gfx942", "gfx950")
+                    if t in ROCmPackage.amdgpu_targets]
     conflicts("+cuda", when="+rocm", msg="one device backend at a time")
     conflicts("cuda_arch=none", when="+cuda", msg="set cuda_arch (e.g. cuda_arch=90)")
     conflicts("amdgpu_target=none", when="+rocm", msg="set amdgpu_target (e.g. gfx90a)")
@@ -114,6 +118,10 @@ class KokkosMoe(CMakePackage, CudaPackage, ROCmPackage):
         args.append(self.define("KokkosMoE_ENABLE_CUDA_WGMMA", hopper))
         args.append(self.define("KokkosMoE_ENABLE_CUDA_LARGE_TEAM_SCRATCH",
                                 spec.satisfies("+cuda ^kokkos@5.2:")))
+        # AMD's matrix cores (MFMA) on CDNA2 and CDNA3: the CDNA fragment;
+        # other AMD GPUs keep the portable one.
+        args.append(self.define("KokkosMoE_ENABLE_HIP_MATRIX_CORES", any(
+            spec.satisfies(f"+rocm amdgpu_target={t}") for t in self.cdna_targets)))
         if spec.satisfies("+cuda"):
             args.append(self.define("CMAKE_CXX_COMPILER", self._kokkos_cxx()))
         elif spec.satisfies("+rocm"):
