@@ -138,7 +138,8 @@ class ExpertStages {
     const std::int64_t E = c.num_experts, A = assignments(c);
     const int rows = Impl::tile_rows<ExecutionSpace, Scalar>(TileSize::large);
     const std::int64_t large_experts =
-        c.batch_invariant ? std::min(A, E) : A / TileCrossovers<ExecutionSpace>::large_tile_rows_from;
+        c.batch_invariant ? std::min(A, E)
+                          : A / TileCrossovers<ExecutionSpace>::large_tile_rows_from;
     return std::max(A, std::min(plan_type::max_tiles(A, int(E), rows) * rows,
                                 A + large_experts * rows));
   }

@@ -330,8 +330,8 @@ TEST(EXPERTMLP_SUITE, TileShapeFollowsRowsPerExpert) {
 TYPED_TEST(EXPERTMLP_SUITE, WorkspaceWithinItsSizeQuery) {
   using stages = Impl::ExpertStages<Space, TypeParam>;
   using token = token_type_t<TypeParam>;
-  for (const auto& [T, batch_invariant] : {std::pair<int, bool>{1, false}, {40, false},
-                                          {600, false}, {40, true}}) {
+  for (const auto& [T, batch_invariant] :
+       {std::pair<int, bool>{1, false}, {40, false}, {600, false}, {40, true}}) {
     Problem<Space, TypeParam> p(8, 2, 256, 384, T);
     p.config.batch_invariant = batch_invariant;
     const stages s(p.config, p.weights, Space());
