@@ -9,18 +9,7 @@
 
 namespace KokkosMoE {
 namespace Impl {
-namespace target {
-
-using portable_target::converted_pair;
-using portable_target::converts_pairs;
-using portable_target::divide;
-using portable_target::e4m3_pair;
-using portable_target::exp;
-using portable_target::exp_fp32;
-using portable_target::silu_runs;
-using portable_target::trap;
-
-}  // namespace target
+namespace target = portable_target;
 }  // namespace Impl
 }  // namespace KokkosMoE
 
