@@ -44,7 +44,7 @@ class ExpertStages {
 
   ExpertStages(const Config& config, const weights_type& weights, const ExecutionSpace& exec)
       : config_(config), weights_(weights), exec_(exec) {
-    const std::int64_t H = config_.hidden_size, F = config_.ffn_size, A = assignments(config_);
+    const std::int64_t H = config_.hidden_size, F = config_.ffn_size, A = max_assignments(config_);
     const std::int64_t tile_major = tile_major_rows(config_);
     const bool bulk = bulk_copies<ExecutionSpace, Scalar>();
     h_ = rows_view("KokkosMoE::activations", bulk ? tile_major : A, F);
@@ -66,7 +66,7 @@ class ExpertStages {
   // e4m3 codes and scales where it multiplies them (the weights decide
   // whether it can: see quantizes_activations), the outputs and parts.
   static std::size_t workspace_bytes(const Config& config) {
-    const std::int64_t H = config.hidden_size, F = config.ffn_size, A = assignments(config);
+    const std::int64_t H = config.hidden_size, F = config.ffn_size, A = max_assignments(config);
     const bool bulk = bulk_copies<ExecutionSpace, Scalar>();
     std::int64_t h_rows = bulk ? tile_major_rows(config) : A, gathered = bulk ? h_rows : 0;
     std::int64_t codes = 0, scales = 0;
@@ -103,9 +103,9 @@ class ExpertStages {
   void gate_up(const const_rows_view& x, std::int64_t num_tokens, TileSize size,
                const plan_type& plan) {
     switch (size) {
-      case TileSize::small: gate_up_tiles<TileSize::small>(x, num_tokens, size, plan); break;
-      case TileSize::medium: gate_up_tiles<TileSize::medium>(x, num_tokens, size, plan); break;
-      case TileSize::large: gate_up_tiles<TileSize::large>(x, num_tokens, size, plan); break;
+      case TileSize::small: gate_up_tiles<TileSize::small>(x, num_tokens, plan); break;
+      case TileSize::medium: gate_up_tiles<TileSize::medium>(x, num_tokens, plan); break;
+      case TileSize::large: gate_up_tiles<TileSize::large>(x, num_tokens, plan); break;
     }
   }
 
@@ -126,7 +126,7 @@ class ExpertStages {
   }
 
  private:
-  static std::int64_t assignments(const Config& c) { return c.max_tokens * c.top_k; }
+  static std::int64_t max_assignments(const Config& c) { return c.max_tokens * c.top_k; }
 
   // With tensor copies, the large kernels keep x's gathered rows and h
   // tile-major (see ExpertTileKernel::operand_row): room for every tile.
@@ -135,7 +135,7 @@ class ExpertStages {
   // experts are at most A / large_tile_rows_from (batch-invariant layers:
   // always, so up to min(A, E) experts).
   static std::int64_t tile_major_rows(const Config& c) {
-    const std::int64_t E = c.num_experts, A = assignments(c);
+    const std::int64_t E = c.num_experts, A = max_assignments(c);
     const int rows = Impl::tile_rows<ExecutionSpace, Scalar>(TileSize::large);
     const std::int64_t large_experts =
         c.batch_invariant ? std::min(A, E)
@@ -148,7 +148,7 @@ class ExpertStages {
     std::int64_t rows = 0;
     for (auto size : {TileSize::small, TileSize::medium, TileSize::large}) {
       const int bm = e4m3_tile_rows<ExecutionSpace>(size);
-      rows = std::max(rows, plan_type::max_tiles(assignments(c), int(c.num_experts), bm) * bm);
+      rows = std::max(rows, plan_type::max_tiles(max_assignments(c), int(c.num_experts), bm) * bm);
     }
     return rows;
   }
@@ -186,8 +186,7 @@ class ExpertStages {
   }
 
   template <TileSize Size>
-  void gate_up_tiles(const const_rows_view& x, std::int64_t num_tokens, TileSize size,
-                     const plan_type& plan) {
+  void gate_up_tiles(const const_rows_view& x, std::int64_t num_tokens, const plan_type& plan) {
     if constexpr (has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value)
       if (e4m3_operands_) return gate_up_e4m3<Size>(x, num_tokens, plan);
     using kernel = GateUpKernel<ExecutionSpace, Scalar, Size>;
@@ -206,7 +205,7 @@ class ExpertStages {
                 std::int64_t(gate_up_parts_.extent(0)),
                 Fragment<ExecutionSpace, Scalar, TileSize::small>::split_k_teams());
     // The large kernel's tensor copies read x's rows gathered, tile-major.
-    if (tile_major(size)) {
+    if (tile_major(Size)) {
       using gather = GatherRowsKernel<ExecutionSpace, token_type>;
       const bool aligned = reinterpret_cast<std::uintptr_t>(x.data()) % 16 == 0;
       Kokkos::parallel_for("KokkosMoE::gather_rows",

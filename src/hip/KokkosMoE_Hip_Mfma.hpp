@@ -122,8 +122,18 @@ void model(const Operand (*a)[2 * S::values], const Operand (*b)[2 * S::values],
 #define KOKKOSMOE_HIP_MFMA_FP8_FNUZ
 #endif
 
+// V (a vector of 8 bytes) from 8 bytes of operand elements.
+template <class V, class Operand>
+KOKKOS_FORCEINLINE_FUNCTION V operand_bits(const Operand* p) {
+  static_assert(sizeof(V) == 8, "one instruction's operands a lane: 8 bytes");
+  V v;
+  __builtin_memcpy(&v, p, sizeof v);
+  return v;
+}
+
 // One instruction of shape S on this lane's registers: operand elements
 // [first, first + values) of a and b, accumulators d (device code only).
+// fp8 codes multiply as fnuz, gfx940-942's only fp8 (gfx950's is OCP's).
 template <class S, class Operand>
 KOKKOS_FORCEINLINE_FUNCTION void issue(const Operand* a, const Operand* b, int first, float* d) {
 #ifdef KOKKOSMOE_HIP_MFMA_DEVICE
@@ -131,26 +141,23 @@ KOKKOS_FORCEINLINE_FUNCTION void issue(const Operand* a, const Operand* b, int f
   acc_t c;
 #pragma unroll
   for (int r = 0; r < S::regs; ++r) c[r] = d[r];
+  a += first, b += first;
   if constexpr (sizeof(Operand) == 1) {
 #ifdef KOKKOSMOE_HIP_MFMA_FP8_FNUZ
-    long va, vb;
-    __builtin_memcpy(&va, a + first, 8);
-    __builtin_memcpy(&vb, b + first, 8);
+    const long va = operand_bits<long>(a), vb = operand_bits<long>(b);
     if constexpr (S::m == 32) c = __builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8(va, vb, c, 0, 0, 0);
     else c = __builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8(va, vb, c, 0, 0, 0);
+#else
+    static_assert(sizeof(Operand) != 1, "fnuz fp8 MFMA: gfx940-942 only");
 #endif
   } else if constexpr (std::is_same<Operand, bfloat16>::value) {
     using v4 = short __attribute__((ext_vector_type(4)));
-    v4 va, vb;
-    __builtin_memcpy(&va, a + first, 8);
-    __builtin_memcpy(&vb, b + first, 8);
+    const v4 va = operand_bits<v4>(a), vb = operand_bits<v4>(b);
     if constexpr (S::m == 32) c = __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(va, vb, c, 0, 0, 0);
     else c = __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(va, vb, c, 0, 0, 0);
   } else {
     using v4 = _Float16 __attribute__((ext_vector_type(4)));
-    v4 va, vb;
-    __builtin_memcpy(&va, a + first, 8);
-    __builtin_memcpy(&vb, b + first, 8);
+    const v4 va = operand_bits<v4>(a), vb = operand_bits<v4>(b);
     if constexpr (S::m == 32) c = __builtin_amdgcn_mfma_f32_32x32x8f16(va, vb, c, 0, 0, 0);
     else c = __builtin_amdgcn_mfma_f32_16x16x16f16(va, vb, c, 0, 0, 0);
   }
