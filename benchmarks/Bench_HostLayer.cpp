@@ -13,11 +13,11 @@
 // an older instruction set is well below it). benchmarks/results/host_table.py makes records and a
 // table of its JSON output.
 #include <KokkosMoE/KokkosMoE_Layer.hpp>
+#include <KokkosMoE/KokkosMoE_TraceSynth.hpp>
 
 #include "ModelPresets.hpp"
 #include "ReplayInputs.hpp"
 #include "ReplayReport.hpp"
-#include "TestRandom.hpp"
 
 #include <Kokkos_Core.hpp>
 #include <Kokkos_Timer.hpp>
@@ -338,16 +338,15 @@ std::vector<Case> cases() {
 std::uint64_t input_seed(const Point& p) { return 7919ull * p.shape.experts + p.tokens; }
 constexpr std::uint64_t weight_seed = 2026;
 
-// Uniform top-k distinct experts per token, k weights in (0, 1) summing to 1.
-Test::HostRouting uniform_routing(const Point& p) {
-  Test::HostRouting r = Test::random_routing(p.tokens, p.shape.top_k,
-                                             Test::first_experts(p.shape.experts), input_seed(p));
-  for (std::size_t t = 0; t < r.weights.size(); t += p.shape.top_k) {
-    float sum = 0;
-    for (int j = 0; j < p.shape.top_k; ++j) sum += r.weights[t + j];
-    for (int j = 0; j < p.shape.top_k; ++j) r.weights[t + j] /= sum;
-  }
-  return r;
+// Uniform top-k distinct experts per token, k positive weights summing to 1.
+Trace uniform_routing(const Point& p) {
+  SynthOptions o;
+  o.num_experts = p.shape.experts;
+  o.top_k = p.shape.top_k;
+  o.num_tokens = p.tokens;
+  o.distribution = SynthDistribution::uniform;
+  o.seed = input_seed(p);
+  return synth_trace(o);
 }
 
 // What the running benchmark keeps between its repetitions. A benchmark of
@@ -410,9 +409,7 @@ struct Inputs {
         ids("ids", p.tokens, p.shape.top_k),
         rw("rw", p.tokens, p.shape.top_k) {
     Driver::fill_hashed(x, input_seed(p), 1.0f);
-    const Test::HostRouting r = uniform_routing(p);
-    std::copy(r.ids.begin(), r.ids.end(), ids.data());
-    std::copy(r.weights.begin(), r.weights.end(), rw.data());
+    Driver::copy_routing(uniform_routing(p).layers[0], 0, p.tokens, ids, rw);
     traffic = Driver::count_traffic<Scalar>(p.shape, ids, p.tokens);
   }
 };

@@ -6,7 +6,7 @@
 #include <KokkosMoE/KokkosMoE_TraceSynth.hpp>
 #include <KokkosMoE/KokkosMoE_BuildConfig.hpp>
 #ifdef KOKKOSMOE_ENABLE_KOKKOSKERNELS
-#include <KokkosMoE/KokkosMoE_Unfused.hpp>
+#include "UnfusedExperts.hpp"
 #endif
 #include <KokkosMoE/KokkosMoE_WorkGraph.hpp>
 
@@ -68,14 +68,7 @@ struct Bench {
     const Trace t = synth_trace(so);
     ids = typename layer_type::ids_view("ids", tokens, p.top_k);
     rw = typename layer_type::weights_view("rw", tokens, p.top_k);
-    auto hid = Kokkos::create_mirror_view(ids);
-    auto hw = Kokkos::create_mirror_view(rw);
-    for (std::size_t i = 0; i < t.layers[0].expert_ids.size(); ++i) {
-      hid.data()[i] = t.layers[0].expert_ids[i];
-      hw.data()[i] = t.layers[0].weights[i];
-    }
-    Kokkos::deep_copy(ids, hid);
-    Kokkos::deep_copy(rw, hw);
+    const auto hid = copy_routing(t.layers[0], 0, tokens, ids, rw);
     traffic = count_traffic<Scalar>(shape, hid, tokens);
     layer = std::make_unique<layer_type>(config, w, exec);
     layer->forward(x, ids, rw, out, tokens);  // plan for the per-stage runs
@@ -105,7 +98,7 @@ void timed(benchmark::State& state, const Traffic& t, int stage, const F& f) {
 }
 
 void register_all() {
-  for (const Preset& p : kPresets) {
+  for (const Preset& p : model_presets()) {
     for (std::int64_t tokens : {1, 32, 512, 2048}) {
       const double zipf = p.experts >= 64 ? 0.5 : 0.0;
       const std::string name = std::string(p.name) + "/bf16/tokens:" + std::to_string(tokens) +

@@ -8,24 +8,26 @@
 // --ep (builds with KokkosMoE_ENABLE_MPI): the same replay on the ranks of
 // an MPI job, the experts and each batch's tokens split across them
 // (ReplayExpertParallel.hpp).
+#include <KokkosMoE/KokkosMoE_ErrorText.hpp>
 #include <KokkosMoE/KokkosMoE_Layer.hpp>
 #include <KokkosMoE/KokkosMoE_Reference.hpp>
 #include <KokkosMoE/KokkosMoE_Trace.hpp>
 #include <KokkosMoE/KokkosMoE_TraceSynth.hpp>
+#include <KokkosMoE/KokkosMoE_WorkGraph.hpp>
 
-#include "DriverArgs.hpp"
+#include "CommandLine.hpp"
+#include "DeterminismCheck.hpp"
+#include "ErrorModel.hpp"
 #include "ModelPresets.hpp"
-#include "ReplayCheck.hpp"
 #include "ReplayInputs.hpp"
 #include "ReplayReport.hpp"
+#include "TextOutput.hpp"
 #ifdef KOKKOSMOE_REPLAY_EXPERT_PARALLEL
+#include "MpiRuntime.hpp"
 #include "ReplayExpertParallel.hpp"
 #endif
-// One-line messages from Kokkos' exceptions, as the C interface gives them.
-#include "KokkosMoE_ErrorText.hpp"
 
 #include <Kokkos_Core.hpp>
-#include <KokkosMoE/KokkosMoE_WorkGraph.hpp>
 #include <Kokkos_Timer.hpp>
 
 #include <cstdio>
@@ -250,14 +252,7 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
   for (std::int64_t t0 = 0; t0 < T; t0 += batch) {
     const std::int64_t n = std::min(batch, T - t0);
     // The batch's routing, rows t0..t0+n of the trace, and fresh hidden states.
-    auto hid = Kokkos::create_mirror_view(ids);
-    auto hw = Kokkos::create_mirror_view(rw);
-    for (std::int64_t i = 0; i < n * k; ++i) {
-      hid.data()[i] = tl.expert_ids[t0 * k + i];
-      hw.data()[i] = tl.weights[t0 * k + i];
-    }
-    Kokkos::deep_copy(ids, hid);
-    Kokkos::deep_copy(rw, hw);
+    const auto hid = copy_routing(tl, t0, n, ids, rw);
     layer.check_routing(ids, rw, n);
     fill_hidden_states(x, seed, t0);
     const Traffic traffic = count_traffic<Scalar>(s, hid, n);
@@ -292,7 +287,7 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
       sample.push_back(int(i * n / std::min<std::int64_t>(16, n)));
     if (o.check) {
       // The sample against float64; each row within the tolerance of its
-      // own error bound (ReplayCheck.hpp).
+      // own error bound (ErrorModel.hpp).
       Kokkos::View<int*, Memory> tokens("tokens", sample.size());
       Kokkos::deep_copy(tokens, Kokkos::View<int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
                                     sample.data(), sample.size()));
@@ -309,39 +304,11 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
       r.checked_tokens += std::int64_t(sample.size());
     }
     // Last: it leaves the layer after a batch of one.
-    if (o.check_bits) r.bits.add(check_bits(layer, graph, x, ids, rw, out, n, sample));
+    if (o.check_bits) r.bits.add(check_determinism(layer, graph, x, ids, rw, out, n, sample));
   }
   r.max_rel_err = worst.error;
   r.tolerance = worst.tolerance;
   return r;
-}
-
-// "1.5 GiB": a size for a message.
-std::string human_bytes(double bytes) {
-  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-  int u = 0;
-  while (bytes >= 1024 && u < 6) bytes /= 1024, ++u;
-  char text[32];
-  std::snprintf(text, sizeof text, u == 0 ? "%.0f %s" : "%.1f %s", bytes, units[u]);
-  return text;
-}
-
-// A failed allocation in one line, with the sizes that asked for it (the
-// model shape, the batch and the storage type decide them; Kokkos' own text
-// names only the view).
-std::string allocation_failure(const Shape& s, std::int64_t batch, const std::string& dtype,
-                               double weight_bytes, double token_bytes, int layer,
-                               const std::exception& e) {
-  const double weights = 3.0 * s.experts * double(s.hidden) * double(s.ffn) * weight_bytes;
-  const double tokens = double(batch) * double(s.top_k) * double(std::max(s.hidden, s.ffn)) *
-                        token_bytes;
-  return "out of memory replaying layer " + std::to_string(layer) +
-         " with E=" + std::to_string(s.experts) + " k=" + std::to_string(s.top_k) +
-         " H=" + std::to_string(s.hidden) + " F=" + std::to_string(s.ffn) + ", " + dtype +
-         ", batches of " + std::to_string(batch) +
-         " tokens (expert weights 3 x E x F x H = " + human_bytes(weights) +
-         ", activations batch x k x max(H, F) = " + human_bytes(tokens) +
-         "; see --hidden, --ffn, --reduce, --tokens): " + Impl::one_line_message(e.what());
 }
 
 // Tokens replayed and the batch size, from the options and the trace.
@@ -398,9 +365,9 @@ int replay(const Options& o, const Trace& trace, const Shape& s) {
     try {
       report.layers.push_back(replay_layer<Scalar>(o, s, trace, tl, report.tokens, report.batch));
     } catch (const std::exception& e) {
-      if (!Impl::is_allocation_failure(e)) throw;
-      throw std::runtime_error(allocation_failure(s, report.batch, report.dtype,
-                                                  weight_value_bytes<Scalar>(),
+      if (!is_allocation_failure(e)) throw;
+      throw std::runtime_error(allocation_failure(s.experts, s.top_k, s.hidden, s.ffn, report.batch,
+                                                  report.dtype, weight_value_bytes<Scalar>(),
                                                   token_value_bytes<Scalar>(), tl.index, e));
     }
   }
@@ -428,7 +395,7 @@ int run(int argc, char** argv) {
     trace = read_trace(o.trace, ro);
   } catch (const TraceError& e) {
     if (reports_errors) std::cerr << "error: " << e.what() << "\n";
-    return 3;
+    return exit_invalid_trace;
   }
   const Shape s = resolve_shape(o, trace);
   if (o.dtype == "bf16") return replay<bfloat16>(o, trace, s);
@@ -453,17 +420,19 @@ int main(int argc, char** argv) {
   } catch (const HelpRequested&) {
     if (reports_errors) std::cout << kUsage << preset_names() << kUsageTail;
     code = 0;
-  } catch (const UsageError& e) {
-    if (reports_errors) std::cerr << "error: " << e.what() << "\n";
-    code = 2;
-  } catch (const std::exception& e) {
+  } catch (...) {
 #ifdef KOKKOSMOE_REPLAY_EXPERT_PARALLEL
     // An error of one rank alone (not the layer's, which every rank has).
-    if (mpi.active() && !dynamic_cast<const AgreedError*>(&e))
-      mpi.abort(Impl::one_line_message(e.what()));
+    try {
+      throw;
+    } catch (const AgreedError&) {
+    } catch (const UsageError&) {
+    } catch (const std::exception& e) {
+      if (mpi.active()) mpi.abort(one_line_message(e.what()));
+    } catch (...) {
+    }
 #endif
-    if (reports_errors) std::cerr << "error: " << Impl::one_line_message(e.what()) << "\n";
-    code = 1;
+    code = report_current_exception(std::cerr, reports_errors);
   }
   Kokkos::finalize();
   return code;

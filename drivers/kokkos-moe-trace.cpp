@@ -6,8 +6,10 @@
 #include <KokkosMoE/KokkosMoE_Trace.hpp>
 #include <KokkosMoE/KokkosMoE_TraceSynth.hpp>
 
-#include "DriverArgs.hpp"
+#include "CommandLine.hpp"
 #include "ModelPresets.hpp"
+#include "ReplayReport.hpp"
+#include "TextOutput.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -254,7 +256,7 @@ int run_synth(Args& args) {
 int run(int argc, char** argv) {
   if (argc < 2) {
     std::cerr << kMainUsage;
-    return 2;
+    return exit_usage;
   }
   const std::string command = argv[1];
   Args args(argc, argv, 2);
@@ -272,14 +274,7 @@ int main(int argc, char** argv) {
   // Every failure ends as one line on stderr and an exit code, never a crash.
   try {
     return run(argc, argv);
-  } catch (const UsageError& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "error: " << e.what() << "\n";
-    return 1;
   } catch (...) {
-    std::cerr << "error: unknown failure\n";
-    return 1;
+    return report_current_exception(std::cerr);
   }
 }

@@ -4,7 +4,7 @@
 
 #include <KokkosMoE/KokkosMoE_BuildConfig.hpp>
 #ifdef KOKKOSMOE_ENABLE_KOKKOSKERNELS
-#include <KokkosMoE/KokkosMoE_Unfused.hpp>
+#include "UnfusedExperts.hpp"
 #endif
 #include <KokkosMoE/KokkosMoE_WorkGraph.hpp>
 

@@ -55,7 +55,7 @@ constexpr double quantized_activations_tolerance() { return 0x1p-4; }
 // With term_rss, also sets *term_rss[s, n] to the root sum of squares of the
 // k * F terms w[t, j] down[e](n, f) h[j, f] that out_ref[s, n] sums: the
 // scale of the layer's rounding errors in that output (the replay driver's
-// check, drivers/ReplayCheck.hpp).
+// check, drivers/common/ErrorModel.hpp).
 // With e4m3_activations, x and h as a layer that quantizes_activations()
 // multiplies them: each row's groups of 128 values along K quantised to e4m3
 // with their scales, h rounded to the token type before (the layer stores

@@ -13,9 +13,8 @@
 #include <KokkosMoE/kokkos_moe.h>
 
 #include <KokkosMoE/KokkosMoE_Layer.hpp>
+#include <KokkosMoE/KokkosMoE_ErrorText.hpp>
 #include <KokkosMoE/KokkosMoE_Quantize.hpp>
-
-#include "KokkosMoE_ErrorText.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -236,19 +235,18 @@ kmoe_status guarded(F&& f) noexcept {
     last_error = e.what();
     return KMOE_ERROR_STATE;
   } catch (const std::invalid_argument& e) {
-    last_error = KokkosMoE::Impl::one_line_message(e.what());
+    last_error = KokkosMoE::one_line_message(e.what());
     return KMOE_ERROR_INVALID_ARGUMENT;
   } catch (const std::logic_error& e) {
-    last_error = KokkosMoE::Impl::one_line_message(e.what());
+    last_error = KokkosMoE::one_line_message(e.what());
     return KMOE_ERROR_INVALID_ARGUMENT;
   } catch (const std::bad_alloc& e) {
     last_error = std::string("out of memory: ") + e.what();
     return KMOE_ERROR_OUT_OF_MEMORY;
   } catch (const std::exception& e) {
-    last_error = KokkosMoE::Impl::one_line_message(e.what());
+    last_error = KokkosMoE::one_line_message(e.what());
     // Kokkos reports a failed allocation as a runtime_error.
-    return KokkosMoE::Impl::is_allocation_failure(e) ? KMOE_ERROR_OUT_OF_MEMORY
-                                                     : KMOE_ERROR_INTERNAL;
+    return KokkosMoE::is_allocation_failure(e) ? KMOE_ERROR_OUT_OF_MEMORY : KMOE_ERROR_INTERNAL;
   } catch (...) {
     last_error = "unknown exception";
     return KMOE_ERROR_INTERNAL;

@@ -4,14 +4,15 @@
 // The replay's hidden states and weights: values drawn from a seed by a
 // counter hash, so that every backend, thread count and rank draws the same
 // ones (an expert-parallel rank draws the full weights and keeps its share).
-#ifndef KOKKOSMOE_REPLAYINPUTS_HPP
-#define KOKKOSMOE_REPLAYINPUTS_HPP
+#ifndef KOKKOSMOE_DRIVER_REPLAYINPUTS_HPP
+#define KOKKOSMOE_DRIVER_REPLAYINPUTS_HPP
 
 #include <KokkosMoE/KokkosMoE_Config.hpp>
 #include <KokkosMoE/KokkosMoE_Quantize.hpp>
+#include <KokkosMoE/KokkosMoE_Trace.hpp>
 #include <KokkosMoE/KokkosMoE_Weights.hpp>
 
-#include "ReplayReport.hpp"
+#include "ModelPresets.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -44,23 +45,11 @@ void fill_hashed(const View& v, std::uint64_t seed, float scale) {
 // The seed of one trace layer's replay (--seed and the layer's index):
 // the weights draw from it (replay_weights), and the hidden states of the
 // batch that starts at token t0 (fill_hidden_states).
-inline std::uint64_t layer_seed(std::uint64_t seed, int layer) {
-  return seed * 1000003ull + std::uint64_t(layer) * 16;
-}
+std::uint64_t layer_seed(std::uint64_t seed, int layer);
 
 // The layer a replay runs: the model shape, external routing (the trace's),
 // buffers for max_tokens.
-inline Config replay_config(const Shape& s, std::int64_t max_tokens, bool batch_invariant) {
-  Config c;
-  c.num_experts = s.experts;
-  c.top_k = s.top_k;
-  c.hidden_size = s.hidden;
-  c.ffn_size = s.ffn;
-  c.max_tokens = max_tokens;
-  c.routing = RoutingMode::external;
-  c.batch_invariant = batch_invariant;
-  return c;
-}
+Config replay_config(const Shape& s, std::int64_t max_tokens, bool batch_invariant);
 
 // All E experts' weights of a replayed layer, scaled to keep O(1) values
 // (e4m3: the bf16 weights of the same seed, quantised).
@@ -81,6 +70,23 @@ Weights<Scalar, Memory> replay_weights(const Config& c, std::uint64_t layer_seed
 template <class View>
 void fill_hidden_states(const View& x, std::uint64_t layer_seed, std::int64_t t0) {
   fill_hashed(x, layer_seed + 4 + std::uint64_t(t0), 1.0f);
+}
+
+// Rows first..first+n of a trace layer's routing into ids and rw (their
+// first n rows); gives the host copy of the ids.
+template <class Ids, class RoutingWeights>
+auto copy_routing(const TraceLayer& tl, std::int64_t first, std::int64_t n, const Ids& ids,
+                  const RoutingWeights& rw) {
+  const std::size_t k = ids.extent(1), begin = std::size_t(first) * k;
+  auto host_ids = Kokkos::create_mirror_view(ids);
+  auto host_weights = Kokkos::create_mirror_view(rw);
+  for (std::size_t i = 0; i < std::size_t(n) * k; ++i) {
+    host_ids.data()[i] = tl.expert_ids[begin + i];
+    host_weights.data()[i] = tl.weights[begin + i];
+  }
+  Kokkos::deep_copy(ids, host_ids);
+  Kokkos::deep_copy(rw, host_weights);
+  return host_ids;
 }
 
 }  // namespace Driver

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// The error model of kokkos-moe-replay --check (drivers/ReplayCheck.hpp):
+// The error model of kokkos-moe-replay --check (drivers/common/ErrorModel.hpp):
 // rows the layer can produce pass at any width, errors it cannot produce
 // fail.
-#include "ReplayCheck.hpp"
+#include "ErrorModel.hpp"
 
 #include <gtest/gtest.h>
 
@@ -69,7 +69,7 @@ RowCheck simulate(std::mt19937_64& rng, const ErrorModel& m, int bits, double re
   return check_row(out.data(), ref.data(), rss.data(), H, m);
 }
 
-TEST(ReplayCheck, RowsOfAnyWidthPass) {
+TEST(ErrorModel, RowsOfAnyWidthPass) {
   // 16-bit storage at the widths where the fixed tolerance failed (H = 1,
   // F = 1..5, k = 2: outputs that are the difference of two terms) and at
   // wide ones: thousands of rows each, no false failure.
@@ -94,7 +94,7 @@ TEST(ReplayCheck, RowsOfAnyWidthPass) {
   }
 }
 
-TEST(ReplayCheck, FixedToleranceFailedTinyRows) {
+TEST(ErrorModel, FixedToleranceFailedTinyRows) {
   // What the width-blind tolerance (eps of the row's largest output) made
   // of H = 1: some rows are cancellations, far beyond eps.
   std::mt19937_64 rng(5);
@@ -104,7 +104,7 @@ TEST(ReplayCheck, FixedToleranceFailedTinyRows) {
   EXPECT_GT(largest, bf16_eps);
 }
 
-TEST(ReplayCheck, WrongResultsFail) {
+TEST(ErrorModel, WrongResultsFail) {
   std::mt19937_64 rng(7);
   // A 1 % error in the largest output of a wide row (as any stage's bug
   // would give) fails, as with the fixed tolerance.
@@ -122,7 +122,7 @@ TEST(ReplayCheck, WrongResultsFail) {
   EXPECT_TRUE(check_row(&good, &ref, &rss, 1, tiny).passed());
 }
 
-TEST(ReplayCheck, NaNAndZeroRows) {
+TEST(ErrorModel, NaNAndZeroRows) {
   const ErrorModel m = model(bf16_eps, bf16_eps, 2, 1, 2);
   const double ref[2] = {1, 2}, rss[2] = {1, 2};
   const double nan[2] = {1, std::numeric_limits<double>::quiet_NaN()};
@@ -134,7 +134,7 @@ TEST(ReplayCheck, NaNAndZeroRows) {
   EXPECT_FALSE(check_row(off, zero, zero, 2, m).passed());
 }
 
-TEST(ReplayCheck, ToleranceIsEpsilonForWideRowsAndNeverBelowTheFloor) {
+TEST(ErrorModel, ToleranceIsEpsilonForWideRowsAndNeverBelowTheFloor) {
   const ErrorModel m = model(bf16_eps, bf16_eps, 4096, 14336, 2);
   EXPECT_DOUBLE_EQ(m.terms_factor(), 3.5);
   // Wide rows: the largest output is about 3.5 Q.

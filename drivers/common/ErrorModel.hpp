@@ -2,7 +2,7 @@
 // kokkos-moe-replay --check: how far the layer's output may be from the
 // float64 reference (KokkosMoE_Reference.hpp) and still be right, for any
 // width (H and F from 1 up). Plain C++ on host arrays, so that the model is
-// unit-tested without Kokkos (tests/drivers/Test_ReplayCheck.cpp).
+// unit-tested on its own (tests/drivers/Test_ErrorModel.cpp).
 //
 // The error model. For one token, output element n is the sum of the k * F
 // terms a_jf = w_j down[e_j](n, f) h_jf. The reference computes them in
@@ -43,14 +43,11 @@
 // (H = 1, k = 2) an output can be the difference of two large terms: R is
 // then much smaller than Q, the row-relative error large, and so is tol,
 // as it must be: the bound, not a constant, follows the cancellation.
-#ifndef KOKKOSMOE_REPLAYCHECK_HPP
-#define KOKKOSMOE_REPLAYCHECK_HPP
+#ifndef KOKKOSMOE_DRIVER_ERRORMODEL_HPP
+#define KOKKOSMOE_DRIVER_ERRORMODEL_HPP
 
-#include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 
 namespace KokkosMoE {
 namespace Driver {
@@ -69,56 +66,26 @@ struct ErrorModel {
 
   double unit_roundoff() const { return storage_epsilon / 2; }
   // u_h: the relative error bound of one term w_j down(n, f) h_jf.
-  double term_error() const {
-    const double H = double(std::max<std::int64_t>(hidden, 0));
-    const double F = double(std::max<std::int64_t>(ffn, 0));
-    // A rounded weight perturbs a term directly (down) and through h
-    // (gate, up): eps_w / 2 each.
-    return unit_roundoff() + weight_epsilon +
-           float_unit_roundoff * (8.0 + std::sqrt(H) + std::sqrt(F));
-  }
+  double term_error() const;
   // c: Cauchy-Schwarz for few terms, 6 standard deviations for many.
-  double terms_factor() const {
-    const double terms = double(std::max(top_k, 1)) * double(std::max<std::int64_t>(ffn, 1));
-    return std::min(std::sqrt(terms), 3.5);
-  }
+  double terms_factor() const;
 };
 
 // One row's error and the tolerance the model gives it.
 struct RowCheck {
   double error = 0, tolerance = 0;
   // error / tolerance: the row that decides the check is the largest.
-  double ratio() const {
-    if (std::isnan(error)) return std::numeric_limits<double>::infinity();
-    if (tolerance > 0) return error / tolerance;
-    return error > 0 ? std::numeric_limits<double>::infinity() : 0;
-  }
+  double ratio() const;
   bool passed() const { return ratio() <= 1; }
 };
 
 // out: the layer's row (float values of the storage type), ref: the
 // reference's, rss: Q_n; n elements each.
-inline RowCheck check_row(const double* out, const double* ref, const double* rss, std::size_t n,
-                          const ErrorModel& m) {
-  double diff = 0, scale = 0, q = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    // NaN anywhere must fail the check: comparisons with NaN are false.
-    if (std::isnan(out[i])) diff = std::numeric_limits<double>::infinity();
-    else diff = std::max(diff, std::abs(out[i] - ref[i]));
-    scale = std::max(scale, std::abs(ref[i]));
-    q = std::max(q, rss[i]);
-  }
-  const double u_s = m.unit_roundoff(), spread = m.terms_factor() * m.term_error() * q;
-  RowCheck r;
-  r.error = scale > 0 ? diff / scale : diff;
-  r.tolerance = std::max(m.floor, scale > 0 ? u_s + spread / scale : spread);
-  return r;
-}
+RowCheck check_row(const double* out, const double* ref, const double* rss, std::size_t n,
+                   const ErrorModel& m);
 
 // The row that decides: the larger error / tolerance.
-inline RowCheck worse(const RowCheck& a, const RowCheck& b) {
-  return b.ratio() > a.ratio() ? b : a;
-}
+RowCheck worse(const RowCheck& a, const RowCheck& b);
 
 }  // namespace Driver
 }  // namespace KokkosMoE

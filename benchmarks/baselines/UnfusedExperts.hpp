@@ -5,13 +5,13 @@
 // baseline for tests and benchmarks, not a fast path: it reads the routing
 // back to the host to size each expert's GEMMs, and keeps float copies of
 // the weights (Kokkos Kernels 3.4 has no 16-bit GEMM).
-#ifndef KOKKOSMOE_UNFUSED_HPP
-#define KOKKOSMOE_UNFUSED_HPP
+#ifndef KOKKOSMOE_UNFUSEDEXPERTS_HPP
+#define KOKKOSMOE_UNFUSEDEXPERTS_HPP
 
 #include <KokkosMoE/KokkosMoE_BuildConfig.hpp>
 #ifndef KOKKOSMOE_ENABLE_KOKKOSKERNELS
 #error \
-    "KokkosMoE_Unfused.hpp needs Kokkos Kernels: this KokkosMoE was built without it (KokkosMoE_ENABLE_KOKKOSKERNELS)"
+    "UnfusedExperts.hpp needs Kokkos Kernels: this KokkosMoE was built without it (KokkosMoE_ENABLE_KOKKOSKERNELS)"
 #endif
 #include <KokkosMoE/KokkosMoE_Config.hpp>
 #include <KokkosMoE/KokkosMoE_Math.hpp>

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // kokkos-moe-replay --check-bits: whether a replayed batch's output bits
 // come back the same (Config::batch_invariant, docs/api.md "Determinism").
-#ifndef KOKKOSMOE_REPLAYBITS_HPP
-#define KOKKOSMOE_REPLAYBITS_HPP
+#ifndef KOKKOSMOE_DRIVER_DETERMINISMCHECK_HPP
+#define KOKKOSMOE_DRIVER_DETERMINISMCHECK_HPP
+
+#include "ReplayReport.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -12,22 +14,6 @@
 
 namespace KokkosMoE {
 namespace Driver {
-
-struct BitsCheck {
-  std::int64_t values = 0;           // output values compared per comparison
-  std::int64_t run_to_run = 0;       // values that differ when the batch runs again
-  std::int64_t tokens_alone = 0;     // sampled tokens run as batches of one
-  std::int64_t alone_differing = 0;  // their values that differ from the batch's
-  bool batch_invariant = false;
-  bool checked = false;
-  // Run to run must always hold; a token alone only where the layer promises it.
-  bool passed() const { return run_to_run == 0 && (!batch_invariant || alone_differing == 0); }
-  void add(const BitsCheck& b) {
-    values += b.values, run_to_run += b.run_to_run, tokens_alone += b.tokens_alone;
-    alone_differing += b.alone_differing;
-    batch_invariant = b.batch_invariant, checked = checked || b.checked;
-  }
-};
 
 // Values that differ bitwise between rows of two host views of one shape.
 template <class A, class B>
@@ -45,12 +31,13 @@ std::int64_t differing_values(const A& a, std::int64_t row_a, const B& b, std::i
 // run again, enqueued and as `graph`, and each token of `sample` run alone
 // on the same layer. Leaves the layer after a batch of one.
 template <class Layer, class Graph>
-BitsCheck check_bits(Layer& layer, const Graph& graph, const typename Layer::tokens_view& x,
-                     const typename Layer::ids_view& ids,
-                     const typename Layer::weights_view& routing_weights,
-                     const typename Layer::tokens_view& out, std::int64_t n,
-                     const std::vector<int>& sample) {
-  BitsCheck b;
+DeterminismCounts check_determinism(Layer& layer, const Graph& graph,
+                                    const typename Layer::tokens_view& x,
+                                    const typename Layer::ids_view& ids,
+                                    const typename Layer::weights_view& routing_weights,
+                                    const typename Layer::tokens_view& out, std::int64_t n,
+                                    const std::vector<int>& sample) {
+  DeterminismCounts b;
   b.checked = true;
   b.batch_invariant = layer.config().batch_invariant;
   const auto first = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
