@@ -16,8 +16,9 @@ without "dtype" are bf16). The device is the one the peer script ran on
 torch._scaled_grouped_mm ("peer_torch_scaled_grouped_ms", with its error
 where it did not run) and the floor counts e4m3 bytes at the e4m3 GEMM rate.
 --raw-runs is kept in each record as "raw_runs": where the run's raw output
-(PEERS.json, REPLAY_DIR, logs) can be read, e.g. "benchmarks/results/h200-sweep/bf16/
-at COMMIT" (README.md: raw runs live in git history, not in the tree).
+(PEERS.json, REPLAY_DIR, logs) can be read with git show, as
+"benchmarks/results/FOLDER/ at COMMIT" (README.md: the raw runs live in git
+history, not in the tree).
 """
 import argparse
 import json
