@@ -46,10 +46,10 @@ COLLECTIVES_DISPATCH, COLLECTIVES_COMBINE = 3, 1
 
 
 def measured(records, model):
-    """(routing, sorted [(tokens, ms)]) of our layer for the model."""
+    """(routing, sorted [(tokens, ms)]) of our bf16 layer for the model."""
     for routing in ROUTING_PREFERENCE:
         pts = sorted((r["tokens"], r["time_ms"]) for r in records
-                     if r["model"] == model and r["routing"] == routing)
+                     if r["model"] == model and r["routing"] == routing and r.get("dtype", "bf16") == "bf16")
         if pts:
             return routing, pts
     raise SystemExit(f"no {model} record with routing in {ROUTING_PREFERENCE}")

@@ -4,7 +4,8 @@
 the Google Benchmark JSON of KokkosMoE_host_benchmarks (one file per thread
 count, e.g. OMP_NUM_THREADS=1 and 2):
 
-    host_table.py RUN.json... [--out host.json] [--commit C]
+    host_table.py RUN.json... [--out host.json] [--commit C] [--raw-runs WHERE]
+    host_table.py [--records host.json] [--build COMMIT]   # the tables from the records alone
 
 Each layer benchmark (host/<impl>/<dtype>/<model>/t<tokens>) becomes one
 record per (model, shape, tokens, dtype, threads, impl) in --out (default
@@ -13,8 +14,13 @@ replaced, those of other builds kept): the
 median time, the floor from the ceilings the same run measured (copy
 bandwidth, sgemm rate: the run's context), the fraction of the floor, the
 fraction of the cores' multiply-add peak (measured in the same run), and
-the run's CPU, flags, date, command and commit. The table of the given
-runs goes to stdout.
+the run's CPU, flags, date, command and commit (and --raw-runs, where the
+run's Google Benchmark JSON is kept: "raw_runs"; {run} in it is replaced by
+the run file's name). The table of the given runs goes to stdout.
+
+Without runs it prints the table of each build in the records (one per
+commit and flags; --build COMMIT: that one), the tables of
+docs/performance.md.
 """
 import argparse
 import json
@@ -90,6 +96,23 @@ def records(run, commit):
         yield rec
 
 
+# The benchmark's order of the models (Bench_HostLayer.cpp, cases()).
+MODEL_ORDER = ("mixtral-8x7b", "qwen2-57b", "deepseek-v3")
+
+
+def bench_label(r, full_experts):
+    """The benchmark's label of a record: -r16 where H and F were divided by
+    16, -eN where E was cut (full_experts: each model's expert count)."""
+    if "label" in r:
+        return r["label"]
+    s = r["shape"]
+    if s["reduce"] != 1:
+        return f"{r['model']}-r{s['reduce']}"
+    if s["experts"] < full_experts.get(r["model"], s["experts"]):
+        return f"{r['model']}-e{s['experts']}"
+    return r["model"]
+
+
 def key(r):
     """A record's point; runs of other builds (flags: another CPU) are kept beside."""
     s = r["shape"]
@@ -134,26 +157,50 @@ def cell(r):
     return f"{ms(r['time_ms'])} ({r['fraction_of_floor']:.1%})" if r else "-"
 
 
-def table(runs, recs):
-    threads = sorted({r["threads"] for r in recs})
-    ctx = runs[0]["context"]
-    print(f"{ctx['cpu']}, {ctx['date'][:10]}, commit {recs[0]['commit']}, "
-          f"flags `{ctx.get('build_flags', '')}`. Floor = max(bytes / copy, "
+def records_ceilings_line(recs, n):
+    """The floor's inputs of one thread count, from its records."""
+    r = next(r for r in recs if r["threads"] == n)
+    peak = f"; multiply-add peak {r['fma_peak_gflops']:.0f} GFLOP/s" if "fma_peak_gflops" in r else ""
+    return (f"- {n} thread(s): copy {r['copy_gbps']:.1f} GB/s, sgemm {r['sgemm_gflops']:.0f} GFLOP/s"
+            f"{peak}; load average at start {r['loadavg_at_start']}")
+
+
+def header(recs, runs):
+    """What the table's runs were: from the runs' context, or from the records."""
+    first = recs[0]
+    flags = runs[0]["context"].get("build_flags", "") if runs else first.get("flags", "")
+    print(f"{first['cpu']}, {first['date']}, commit {first['commit']}, "
+          f"flags `{flags}`. Floor = max(bytes / copy, "
           f"flops / sgemm), ceilings measured in the same run:\n")
-    for run in sorted(runs, key=lambda r: int(r["context"]["kokkos_threads"])):
-        print(ceilings_line(run))
+    if runs:
+        for run in sorted(runs, key=lambda r: int(r["context"]["kokkos_threads"])):
+            print(ceilings_line(run))
+    else:
+        for n in sorted({r["threads"] for r in recs}):
+            print(records_ceilings_line(recs, n))
     print("\nms (fraction of the floor), medians of the repetitions; cblas: the fp32 "
           "per-expert cblas_sgemm loop\n")
+
+
+def table(recs, runs=()):
+    threads = sorted({r["threads"] for r in recs})
+    header(recs, runs)
+    full = {}
+    for r in recs:
+        full[r["model"]] = max(full.get(r["model"], 0), r["shape"]["experts"])
     head = ["point", "dtype"]
     for n in threads:
         head += [f"floor ms, {n}t", f"ours, {n}t", f"cblas, {n}t"]
     head.append(f"ours of FMA peak, {threads[-1]}t")
     print("| " + " | ".join(head) + " |")
     print("| --- | --- |" + " ---: |" * (len(head) - 2))
-    by = {(r["label"], r["tokens"], r["dtype"], r["threads"], r["impl"]): r for r in recs}
+    by = {(bench_label(r, full), r["tokens"], r["dtype"], r["threads"], r["impl"]): r for r in recs}
     rows = []  # in the run's order
-    for r in recs:
-        row = (r["label"], r["tokens"], r["dtype"])
+    ordered = recs if runs else sorted(recs, key=lambda r: (
+        MODEL_ORDER.index(r["model"]) if r["model"] in MODEL_ORDER else len(MODEL_ORDER), r["model"],
+        -r["shape"]["reduce"], r["dtype"] != "fp32", r["dtype"], r["tokens"]))
+    for r in ordered:
+        row = (bench_label(r, full), r["tokens"], r["dtype"])
         if row not in rows:
             rows.append(row)
     for label, tokens, dtype in rows:
@@ -168,20 +215,48 @@ def table(runs, recs):
         print("| " + " | ".join(cells) + " |")
 
 
+def print_records(path, build):
+    """The table of each build (commit and flags) in the records."""
+    with open(path) as f:
+        recs = json.load(f)
+    builds = []
+    for r in recs:
+        b = (r["commit"], r.get("flags") or "")
+        if b not in builds and build in (None, r["commit"]):
+            builds.append(b)
+    if not builds:
+        raise SystemExit(f"host_table.py: no records of commit {build} in {path}")
+    for i, b in enumerate(builds):
+        if i:
+            print()
+        table([r for r in recs if (r["commit"], r.get("flags") or "") == b])
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("runs", nargs="+", help="Google Benchmark JSON (--benchmark_out)")
+    p.add_argument("runs", nargs="*", help="Google Benchmark JSON (--benchmark_out); "
+                   "none: print the tables of the records")
     p.add_argument("--out", default=os.path.join(HERE, "host.json"))
+    p.add_argument("--records", help="without runs: the records to print (default: --out)")
+    p.add_argument("--build", help="without runs: only the records of this commit")
     p.add_argument("--commit", help="default: git rev-parse --short HEAD here")
+    p.add_argument("--raw-runs", help="where the runs are kept ({run}: a run file's name)")
     args = p.parse_args()
+    if not args.runs:
+        print_records(args.records or args.out, args.build)
+        return
     commit = args.commit or git_commit()
     runs, recs = [], []
     for path in args.runs:
         with open(path) as f:
             runs.append(json.load(f))
-        recs += list(records(runs[-1], commit))
+        new = list(records(runs[-1], commit))
+        if args.raw_runs:
+            for r in new:
+                r["raw_runs"] = args.raw_runs.replace("{run}", os.path.basename(path))
+        recs += new
     merge(args.out, recs)
-    table(runs, recs)
+    table(recs, runs)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Merges one GPU run into benchmarks/results/h200.json and its table.
 
-  merge.py PEERS.json REPLAY_DIR --routing-of NAME=ROUTING... --date D --commit C --command CMD
+  merge.py PEERS.json REPLAY_DIR --routing-of NAME=ROUTING... --date D --commit C --command CMD \
+      [--raw-runs WHERE]
+  merge.py                  # rewrites table.md from h200.json alone
 
 PEERS.json is benchmarks/peers/moe_peers.py's output; REPLAY_DIR holds the
 kokkos-moe-replay --json files of the same run, named <trace>-t<tokens>.json.
@@ -13,6 +15,10 @@ without "dtype" are bf16). The device is the one the peer script ran on
 (the same call). For fp8 runs (moe_peers.py --dtype fp8) the peer is
 torch._scaled_grouped_mm ("peer_torch_scaled_grouped_ms", with its error
 where it did not run) and the floor counts e4m3 bytes at the e4m3 GEMM rate.
+--raw-runs is kept in each record as "raw_runs": where the run's raw output
+(PEERS.json, REPLAY_DIR, logs) can be read with git show, as
+"benchmarks/results/FOLDER/ at COMMIT" (README.md: the raw runs live in git
+history, not in the tree).
 """
 import argparse
 import json
@@ -32,18 +38,24 @@ def load(path, default):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("peers")
-    p.add_argument("replay_dir")
+    p.add_argument("peers", nargs="?", help="without it and REPLAY_DIR: only rewrite table.md")
+    p.add_argument("replay_dir", nargs="?")
     p.add_argument("--routing-of", action="append", default=[],
                    help="TRACE_STEM=ROUTING (e.g. mixtral-uniform-4096=uniform)")
-    p.add_argument("--date", required=True)
-    p.add_argument("--commit", required=True)
-    p.add_argument("--command", required=True)
+    p.add_argument("--date")
+    p.add_argument("--commit")
+    p.add_argument("--command")
+    p.add_argument("--raw-runs", help="where the run's raw output is kept (git show COMMIT:PATH)")
     p.add_argument("--out", default=os.path.join(HERE, "h200.json"))
     args = p.parse_args()
+    records = load(args.out, [])
+    if args.peers is None:
+        write_table(records)
+        return
+    if args.replay_dir is None or None in (args.date, args.commit, args.command):
+        p.error("a run needs PEERS.json, REPLAY_DIR, --date, --commit and --command")
     routing_of = dict(r.split("=", 1) for r in args.routing_of)
     peers = load(args.peers, None)
-    records = load(args.out, [])
     key_of = lambda r: (r["model"], r["tokens"], r["routing"], r.get("dtype", "bf16"))
     index = {key_of(r): i for i, r in enumerate(records)}
     for pt in peers["points"]:
@@ -74,6 +86,8 @@ def main():
             "board": load(os.path.join(args.replay_dir, f"{stem}-t{pt['tokens']}.board.json"), None),
             "device": peers.get("device"), "date": args.date, "command": args.command, "commit": args.commit,
         }
+        if args.raw_runs:
+            rec["raw_runs"] = args.raw_runs
         for peer in ("peer_torch_grouped_ms", "peer_cublas_loop_ms", "peer_torch_scaled_grouped_ms",
                      "peer_torch_scaled_grouped_error"):
             if peer in pt:
@@ -88,15 +102,25 @@ def main():
     with open(args.out, "w") as f:
         json.dump(records, f, indent=1)
         f.write("\n")
+    write_table(records)
+
+
+def write_table(records):
+    """table.md (and stdout): one row per record; the tile fill column only
+    where some record has it."""
     ms = lambda v: "-" if v is None else f"{v:.3f}"
     fill = lambda v: "-" if v is None else f"{v:.2f}"
-    lines = ["| dtype | model | routing | tokens | ours (ms) | floor (ms) | fraction of floor | tile fill | torch._grouped_mm / _scaled_grouped_mm (ms) | cuBLAS loop (ms) | max rel. err |",
-             "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    fills = any(r.get("tile_fill") is not None for r in records)
+    lines = ["| dtype | model | routing | tokens | ours (ms) | floor (ms) | fraction of floor |"
+             + (" tile fill |" if fills else "")
+             + " torch._grouped_mm / _scaled_grouped_mm (ms) | cuBLAS loop (ms) | max rel. err |",
+             "| --- | --- | --- | ---: | ---: | ---: | ---: |" + (" ---: |" if fills else "") + " ---: | ---: | ---: |"]
     for r in records:
         torch_ms = r.get("peer_torch_grouped_ms", r.get("peer_torch_scaled_grouped_ms"))
         lines.append(f"| {r.get('dtype', 'bf16')} | {r['model']} | {r['routing']} | {r['tokens']} | {r['time_ms']:.3f} | "
-                     f"{r['floor_ms']:.3f} | {r['fraction_of_floor']:.2f} | {fill(r.get('tile_fill'))} | {ms(torch_ms)} | "
-                     f"{ms(r.get('peer_cublas_loop_ms'))} | {r['max_rel_err']:.1e} |")
+                     f"{r['floor_ms']:.3f} | {r['fraction_of_floor']:.2f} |"
+                     + (f" {fill(r.get('tile_fill'))} |" if fills else "")
+                     + f" {ms(torch_ms)} | {ms(r.get('peer_cublas_loop_ms'))} | {r['max_rel_err']:.1e} |")
     with open(os.path.join(HERE, "table.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
     print("\n".join(lines))

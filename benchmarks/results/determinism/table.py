@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 """Bitwise determinism and the cost of Config::batch_invariant on the GPU.
 
-    table.py merge RUN_DIR --date D --commit C --device NAME --command CMD > h200.json
+    table.py merge RUN_DIR --date D --commit C --device NAME --command CMD [--raw-runs WHERE] > h200.json
     table.py [h200.json]            # the Markdown table, one row per point
     table.py --costs [h200.json]    # the cost per trace and size (docs/performance.md)
 
@@ -11,7 +11,9 @@ traces and batch sizes: RUN_DIR/default and RUN_DIR/invariant (the second with
 --batch-invariant), whose kokkos-moe-replay reports are NAME-tT.json. `merge`
 pairs them into one record per point; the table prints, per point, the graph
 time of both modes, the cost (invariant over default), and the values that
-differed bitwise run to run and for tokens run alone.
+differed bitwise run to run and for tokens run alone. --raw-runs is kept in
+each record ("raw_runs": where RUN_DIR and the logs can be read, as
+git show COMMIT:PATH). The tables need only the records.
 """
 import argparse
 import glob
@@ -19,6 +21,13 @@ import json
 import os
 import re
 import sys
+
+# The traces as docs/performance.md names them, in its order.
+LABELS = {"synth-mixtral-8x7b-uniform": "Mixtral-8x7B, uniform",
+          "synth-qwen2-57b-zipf0.5": "Qwen2-57B, Zipf 0.5",
+          "synth-deepseek-v3-zipf0.5": "DeepSeek-V3, Zipf 0.5",
+          "deepseek-v3-prefill4096-sampled": "DeepSeek-V3, prefill trace",
+          "gpt-oss-20b-decode": "GPT-OSS-20B, decode trace"}
 
 
 def point(report):
@@ -53,6 +62,8 @@ def merge(args):
                         "dtype": default["dtype"], "default": point(default),
                         "invariant": point(invariant), "device": args.device,
                         "date": args.date, "commit": args.commit, "command": args.command})
+        if args.raw_runs:
+            records[-1]["raw_runs"] = args.raw_runs
     records.sort(key=lambda r: (r["trace"], r["tokens"]))
     json.dump(records, sys.stdout, indent=1)
     print()
@@ -80,9 +91,10 @@ def costs(path):
     sizes = sorted({r["tokens"] for r in records})
     print("| trace | " + " | ".join(f"T = {t}" if t == sizes[0] else str(t) for t in sizes) + " |")
     print("| --- |" + " --- |" * len(sizes))
-    for trace in sorted({r["trace"] for r in records}):
+    order = list(LABELS) + sorted({r["trace"] for r in records} - set(LABELS))
+    for trace in (t for t in order if any(r["trace"] == t for r in records)):
         row = {r["tokens"]: r for r in records if r["trace"] == trace}
-        print(f"| {trace} | " + " | ".join(
+        print(f"| {LABELS.get(trace, trace)} | " + " | ".join(
             f"{row[t]['invariant']['ms'] / row[t]['default']['ms']:.2f}x" if t in row else ""
             for t in sizes) + " |")
     kept = all(r[m]["run_to_run_differing"] == 0 for r in records for m in ("default", "invariant"))
@@ -97,6 +109,7 @@ def main():
         p.add_argument("run_dir")
         for key in ("--date", "--commit", "--device", "--command"):
             p.add_argument(key, required=True)
+        p.add_argument("--raw-runs")
         merge(p.parse_args(sys.argv[2:]))
     elif len(sys.argv) > 1 and sys.argv[1] == "--costs":
         costs(sys.argv[2] if len(sys.argv) > 2
