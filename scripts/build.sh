@@ -22,6 +22,7 @@
 #   Kokkos_ROOT=<prefix>  uses an installed Kokkos + Kokkos Kernels instead
 #   CUDA_ARCH, HIP_ARCH   Kokkos arch names, passed on to scripts/deps.sh
 #   JOBS                  parallel compile jobs (default: nproc)
+#   BUILD_TARGETS         builds only these targets (space-separated; default all)
 #   KOKKOS_MOE_CACHE      cache root (default ~/.cache/kokkos-moe)
 #   CCACHE_DIR            ccache's cache (default $KOKKOS_MOE_CACHE/ccache)
 #   KOKKOS_MOE_CCACHE=0   compiles without ccache
@@ -103,5 +104,7 @@ else
 fi
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE="$build_type" \
   -DKokkos_ROOT="$prefix" -DKokkosKernels_ROOT="$prefix" "${extra[@]}" >&2
-cmake --build "$build" -j "$jobs" >&2
+targets=()
+for t in ${BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$build" -j "$jobs" "${targets[@]}" >&2
 echo "$build"
