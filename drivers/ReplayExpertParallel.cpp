@@ -8,7 +8,6 @@
 #include "ErrorModel.hpp"
 #include "MpiRuntime.hpp"
 #include "ReplayInputs.hpp"
-#include "TextOutput.hpp"
 
 #include <Kokkos_Core.hpp>
 #include <mpi.h>
@@ -19,7 +18,6 @@
 #include <cstring>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <type_traits>
 #include <vector>
 
@@ -190,17 +188,8 @@ EpLayerReport replay_layer_expert_parallel(const ExpertParallelRun& run, const S
 }  // namespace
 
 template <class Scalar>
-int replay_expert_parallel(const ExpertParallelRun& run, const Trace& trace, const Shape& s) {
-  Report report;
-  report.trace = run.trace;
-  report.model = run.model;
-  report.dtype = ScalarTraits<Scalar>::name;
-  report.device = Space::name();
-  report.shape = s;
-  report.tokens = run.tokens;
-  report.batch = run.batch;
-  report.check = run.check;
-  report.batch_invariant = run.batch_invariant;
+int replay_expert_parallel(const ExpertParallelRun& run, const Trace& trace, Report report) {
+  const Shape& s = report.shape;
   ExpertParallelReport& ep = report.expert_parallel.emplace();
   MPI_Comm_size(MPI_COMM_WORLD, &ep.ranks);
   int me = 0;
@@ -212,13 +201,7 @@ int replay_expert_parallel(const ExpertParallelRun& run, const Trace& trace, con
   std::string error;
   if (me == 0) {
     try {
-      print_report(std::cout, report);
-      finish_stdout();
-      if (!run.json.empty()) {
-        std::ostringstream json;
-        write_json(json, report);
-        write_text_file(run.json, json.str());
-      }
+      write_report(report, run.json);
     } catch (const std::exception& e) {
       error = e.what();
     }
@@ -228,11 +211,10 @@ int replay_expert_parallel(const ExpertParallelRun& run, const Trace& trace, con
   return run.check && !report.check_passed() ? 1 : 0;
 }
 
-template int replay_expert_parallel<float>(const ExpertParallelRun&, const Trace&, const Shape&);
-template int replay_expert_parallel<float16>(const ExpertParallelRun&, const Trace&, const Shape&);
-template int replay_expert_parallel<bfloat16>(const ExpertParallelRun&, const Trace&, const Shape&);
-template int replay_expert_parallel<float8_e4m3>(const ExpertParallelRun&, const Trace&,
-                                                 const Shape&);
+template int replay_expert_parallel<float>(const ExpertParallelRun&, const Trace&, Report);
+template int replay_expert_parallel<float16>(const ExpertParallelRun&, const Trace&, Report);
+template int replay_expert_parallel<bfloat16>(const ExpertParallelRun&, const Trace&, Report);
+template int replay_expert_parallel<float8_e4m3>(const ExpertParallelRun&, const Trace&, Report);
 
 }  // namespace Driver
 }  // namespace KokkosMoE

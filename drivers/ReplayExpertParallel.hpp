@@ -29,7 +29,7 @@ namespace Driver {
 
 // What the replay needs of the command line.
 struct ExpertParallelRun {
-  std::string trace, model, json;
+  std::string json;
   std::int64_t tokens = 0, batch = 0;
   int repeat = 1, warmup = 0;
   std::uint64_t seed = 1;
@@ -39,10 +39,11 @@ struct ExpertParallelRun {
   ExpertParallelOptions::Transport transport = ExpertParallelOptions::Transport::mpi;
 };
 
-// The replay on every rank; rank 0 reports. Exit code 1 when --check fails
-// (on every rank alike). Scalar: float, float16, bfloat16, float8_e4m3.
+// The replay on every rank; rank 0 reports (`report`: its heading, the
+// replayed shape among it). Exit code 1 when --check fails (on every rank
+// alike). Scalar: float, float16, bfloat16, float8_e4m3.
 template <class Scalar>
-int replay_expert_parallel(const ExpertParallelRun& run, const Trace& trace, const Shape& s);
+int replay_expert_parallel(const ExpertParallelRun& run, const Trace& trace, Report report);
 
 }  // namespace Driver
 }  // namespace KokkosMoE

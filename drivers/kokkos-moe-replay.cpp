@@ -21,7 +21,6 @@
 #include "ModelPresets.hpp"
 #include "ReplayInputs.hpp"
 #include "ReplayReport.hpp"
-#include "TextOutput.hpp"
 #ifdef KOKKOSMOE_REPLAY_EXPERT_PARALLEL
 #include "MpiRuntime.hpp"
 #include "ReplayExpertParallel.hpp"
@@ -33,7 +32,6 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -320,15 +318,31 @@ std::int64_t batch_size(const Options& o, std::int64_t tokens) {
                                            : std::min<std::int64_t>(tokens, 4096));
 }
 
+// The report's heading: what is replayed, how and where.
+template <class Scalar>
+Report report_heading(const Options& o, const Trace& trace, const Shape& s) {
+  Report report;
+  report.trace = o.trace;
+  report.model = printable_text(o.model.empty() ? trace.model : o.model);
+  report.dtype = ScalarTraits<Scalar>::name;
+  report.device = Space::name();
+  report.shape = s;
+  report.check = o.check;
+  report.check_bits = o.check_bits;
+  report.batch_invariant = o.batch_invariant;
+  report.tokens = replayed_tokens(o, trace);
+  report.batch = batch_size(o, report.tokens);
+  return report;
+}
+
 #ifdef KOKKOSMOE_REPLAY_EXPERT_PARALLEL
 template <class Scalar>
 int replay_ep(const Options& o, const Trace& trace, const Shape& s) {
+  const Report report = report_heading<Scalar>(o, trace, s);
   ExpertParallelRun run;
-  run.trace = o.trace;
-  run.model = printable_text(o.model.empty() ? trace.model : o.model);
   run.json = o.json;
-  run.tokens = replayed_tokens(o, trace);
-  run.batch = batch_size(o, run.tokens);
+  run.tokens = report.tokens;
+  run.batch = report.batch;
   run.repeat = o.repeat > 0 ? o.repeat : (on_host ? 3 : 20);
   run.warmup = o.warmup >= 0 ? o.warmup : (on_host ? 1 : 3);
   run.seed = o.seed;
@@ -341,7 +355,7 @@ int replay_ep(const Options& o, const Trace& trace, const Shape& s) {
                                            : GpuAware::detect;
   run.transport = o.ep_transport == "nccl" ? ExpertParallelOptions::Transport::nccl
                                            : ExpertParallelOptions::Transport::mpi;
-  return replay_expert_parallel<Scalar>(run, trace, s);
+  return replay_expert_parallel<Scalar>(run, trace, report);
 }
 #endif
 
@@ -350,17 +364,7 @@ int replay(const Options& o, const Trace& trace, const Shape& s) {
 #ifdef KOKKOSMOE_REPLAY_EXPERT_PARALLEL
   if (o.ep) return replay_ep<Scalar>(o, trace, s);
 #endif
-  Report report;
-  report.trace = o.trace;
-  report.model = printable_text(o.model.empty() ? trace.model : o.model);
-  report.dtype = ScalarTraits<Scalar>::name;
-  report.device = Space::name();
-  report.shape = s;
-  report.check = o.check;
-  report.check_bits = o.check_bits;
-  report.batch_invariant = o.batch_invariant;
-  report.tokens = replayed_tokens(o, trace);
-  report.batch = batch_size(o, report.tokens);
+  Report report = report_heading<Scalar>(o, trace, s);
   for (const TraceLayer& tl : trace.layers) {
     try {
       report.layers.push_back(replay_layer<Scalar>(o, s, trace, tl, report.tokens, report.batch));
@@ -371,14 +375,8 @@ int replay(const Options& o, const Trace& trace, const Shape& s) {
                                                   token_value_bytes<Scalar>(), tl.index, e));
     }
   }
-  print_report(std::cout, report);
   // A report that did not reach its file is a failed run (exit 1).
-  finish_stdout();
-  if (!o.json.empty()) {
-    std::ostringstream json;
-    write_json(json, report);
-    write_text_file(o.json, json.str());
-  }
+  write_report(report, o.json);
   const bool failed = (o.check && !report.check_passed()) ||
                       (o.check_bits && !report.bits_passed());
   return failed ? 1 : 0;

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iostream>
+#include <sstream>
 
 namespace KokkosMoE {
 namespace Driver {
@@ -353,6 +355,15 @@ void write_json(std::ostream& os, const Report& r) {
   if (r.check) os << ",\n  \"check_passed\": " << (r.check_passed() ? "true" : "false");
   if (r.check_bits) os << ",\n  \"bits_passed\": " << (r.bits_passed() ? "true" : "false");
   os << "\n}\n";
+}
+
+void write_report(const Report& r, const std::string& json_path) {
+  print_report(std::cout, r);
+  finish_stdout();
+  if (json_path.empty()) return;
+  std::ostringstream json;
+  write_json(json, r);
+  write_text_file(json_path, json.str());
 }
 
 }  // namespace Driver

@@ -199,6 +199,9 @@ struct Report {
 
 void print_report(std::ostream& os, const Report& r);
 void write_json(std::ostream& os, const Report& r);
+// The report on standard output and, where json_path is not empty, as JSON
+// in that file; throws a one-line runtime_error when either was not written.
+void write_report(const Report& r, const std::string& json_path);
 
 }  // namespace Driver
 }  // namespace KokkosMoE
