@@ -29,7 +29,9 @@ enum class TileSize { large, medium, small };
 // past a tile's last. Large tiles do: zero rows draw less power where the
 // kernel runs at its power cap. Smaller ones leave those rows as they
 // were: at decode sizes they are nearly all the rows.
-constexpr bool zeroes_padding_rows(TileSize size) { return size == TileSize::large; }
+KOKKOS_INLINE_FUNCTION constexpr bool zeroes_padding_rows(TileSize size) {
+  return size == TileSize::large;
+}
 
 // The rows per active expert at which a batch changes tile shape, per
 // execution space: small below small_tile_rows_below, large from

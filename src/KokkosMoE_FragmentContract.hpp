@@ -277,7 +277,7 @@ constexpr bool reads_weights_in_place = optional_flag<weights_in_place_flag, Fra
 template <class Frag>
 using scratch_level_value = std::integral_constant<int, Frag::scratch_level>;
 template <class Frag>
-constexpr int scratch_level() {
+KOKKOS_INLINE_FUNCTION constexpr int scratch_level() {
   if constexpr (fragment_contract::has<scratch_level_value, Frag>) return Frag::scratch_level;
   else return 0;
 }
