@@ -9,10 +9,10 @@
 #include <KokkosMoE/KokkosMoE_Math.hpp>
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
-#include "KokkosMoE_Divide.hpp"
+#include "KokkosMoE_FlatIndex.hpp"
 #include "KokkosMoE_ExpertMLP_MainLoop.hpp"
 #include "KokkosMoE_Target.hpp"
-#include "KokkosMoE_ValueRun.hpp"
+#include "KokkosMoE_ColumnRun.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -37,9 +37,9 @@ KOKKOS_INLINE_FUNCTION float silu_times_as(float g, float u) {
 // By whole vectors where the target has them (host builds: the host
 // fragments' vectors), else value by value.
 template <class Scalar, int Width>
-KOKKOS_INLINE_FUNCTION ValueRun<Width> silu_times_as(const ValueRun<Width>& g,
-                                                     const ValueRun<Width>& u) {
-  ValueRun<Width> h;
+KOKKOS_INLINE_FUNCTION ColumnRun<Width> silu_times_as(const ColumnRun<Width>& g,
+                                                      const ColumnRun<Width>& u) {
+  ColumnRun<Width> h;
   if (target::silu_runs<Width>(g, u, h)) return h;
   for (int i = 0; i < Width; ++i) h.v[i] = silu_times_as<Scalar>(g.v[i], u.v[i]);
   return h;
@@ -231,8 +231,8 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
           m,
           [&](int r, int n, const auto& g, const auto& u) {
             if (r < w.rows && n < cols) {
-              store_run(&partial(row0 + r, w.first_col + n), g, cols - n);
-              store_run(&partial(row0 + r, F + w.first_col + n), u, cols - n);
+              store_column_run(&partial(row0 + r, w.first_col + n), g, cols - n);
+              store_column_run(&partial(row0 + r, F + w.first_col + n), u, cols - n);
             }
           },
           a.g, a.u);
@@ -246,7 +246,7 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
         m,
         [&](int r, int n, const auto& g, const auto& u) {
           if (r < rows && n < cols)
-            store_run(&h(row0 + r, w.first_col + n), silu_times_as<token>(g, u), cols - n);
+            store_column_run(&h(row0 + r, w.first_col + n), silu_times_as<token>(g, u), cols - n);
         },
         a.g, a.u);
   }
@@ -291,7 +291,7 @@ struct GatherRowsKernel {
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
     const std::int64_t H = x.extent(1), per_item = chunks_per_item(H), stride = H / 8 / per_item;
     std::int64_t p, q;
-    divide(i, stride, p, q);
+    row_and_column(i, stride, p, q);
     const int tile = int(p) / tile_rows, r = int(p) - tile * tile_rows;
     if (tile >= plan.tile_offsets(experts)) return;
     const int first = plan.tiles(tile, 1);
@@ -331,7 +331,7 @@ struct ActivationKernel {
 
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t p, f;
-    divide(i, F, p, f);
+    row_and_column(i, F, p, f);
     float g = 0, u = 0;
     for (int s = 0; s < splits; ++s) {
       g += partial(s * assignments + p, f);

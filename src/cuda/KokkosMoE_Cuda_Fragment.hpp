@@ -31,7 +31,7 @@
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
 #include "KokkosMoE_Cuda_Warpgroup.hpp"
-#include "KokkosMoE_ValueRun.hpp"
+#include "KokkosMoE_ColumnRun.hpp"
 
 #include <cstdint>
 #include <type_traits>
@@ -288,7 +288,7 @@ struct CudaTensorCoreFragment {
 #endif
   }
 
-  // Calls f(m, n, runs...) with a ValueRun of each accumulator, of the
+  // Calls f(m, n, runs...) with a ColumnRun of each accumulator, of the
   // pair of columns (n, n + 1) of row m this thread holds (Width 2 or more)
   // or of one element (Width 1: the split-K partial sums of gate/up, stored
   // one float at a time).
@@ -308,9 +308,9 @@ struct CudaTensorCoreFragment {
         for (int e = 0; e < 4; e += (Width >= 2 ? 2 : 1)) {
           if constexpr (Width >= 2)
             f(row0 + i * 16 + (e / 2) * 8, col0 + j * 8,
-              ValueRun<2>{{acc.c[i][j][e], acc.c[i][j][e + 1]}}...);
+              ColumnRun<2>{{acc.c[i][j][e], acc.c[i][j][e + 1]}}...);
           else
-            f(row0 + i * 16 + (e / 2) * 8, col0 + j * 8 + e % 2, ValueRun<1>{{acc.c[i][j][e]}}...);
+            f(row0 + i * 16 + (e / 2) * 8, col0 + j * 8 + e % 2, ColumnRun<1>{{acc.c[i][j][e]}}...);
         }
   }
 

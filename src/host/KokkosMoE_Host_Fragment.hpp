@@ -162,8 +162,8 @@ struct HostPanelFragment
   }
   // R columns of row m, gathered from the [n][m] layout.
   template <int R>
-  static ValueRun<R> run(const accumulator_type& acc, int m, int n) {
-    ValueRun<R> out;
+  static ColumnRun<R> run(const accumulator_type& acc, int m, int n) {
+    ColumnRun<R> out;
     for (int i = 0; i < R; ++i) out.v[i] = acc.v[(n + i) * tile_m + m];
     return out;
   }
@@ -234,8 +234,8 @@ struct HostDotFragment
   static float* element(const tile& t, int r, int c) { return t.data() + r * tile_k + c; }
   // R columns of row m, each output's partial sums added up.
   template <int R>
-  static ValueRun<R> run(const accumulator_type& acc, int m, int n) {
-    ValueRun<R> out;
+  static ColumnRun<R> run(const accumulator_type& acc, int m, int n) {
+    ColumnRun<R> out;
     for (int i = 0; i < R; ++i) out.v[i] = host_vector::sum(acc.v[m * tile_n + n + i]);
     return out;
   }
