@@ -20,8 +20,8 @@ namespace Impl {
 // assignments; one part unless split; h's row of p is tile-major where
 // operand_row says so). Rows of y in sorted order and unweighted
 // (CombineKernel weighs them): a tile's stores are whole rows, with no
-// lookups (scattering weighted rows, with a lookup of each row's assignment
-// and weight, is much slower on the H200). (Frag as GateUpKernel's.)
+// lookup of each row's assignment and weight, so they fill whole 32-byte
+// sectors. (Frag as GateUpKernel's.)
 template <class ExecutionSpace, class Scalar, TileSize Size,
           class Frag = DownFragment<ExecutionSpace, Scalar, Size>>
 struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {

@@ -157,9 +157,8 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
     const int* tokens = t.tokens;
     if constexpr (frag::producer_threads > 0) {
       // The rows of x already gathered, tile-major (GatherRowsKernel):
-      // every operand tile is one tensor copy. (Partly filled tiles taking
-      // only their rows of x by 16-byte copies instead are slower on the
-      // H200 at almost every model and size measured.)
+      // every operand tile is one tensor copy, partly filled ones too: one
+      // instruction of one thread instead of the producers' 16-byte copies.
       if (this->bulk(barrier)) {
         if (ld.rank == 0) {
           const int row = w.expert * F + w.first_col;
@@ -274,9 +273,9 @@ struct GatherRowsKernel {
   // Item i: chunks q, q + C / 4, q + 2 C / 4, q + 3 C / 4 of gathered row p,
   // C = H / 8 chunks of 8 values (the tensor maps need H a multiple of 8;
   // every model we know has a multiple of 32): four loads in flight per
-  // thread, each coalesced over the warp (on the H200, DeepSeek-V3 at 4096
-  // tokens, 79 % of the memory's rate against 58 % with one chunk per
-  // item). Where C is not a multiple of 4, one chunk per item.
+  // thread, each coalesced over the warp, so that enough bytes are in flight
+  // to near the memory's rate. Where C is not a multiple of 4, one chunk
+  // per item.
   KOKKOS_INLINE_FUNCTION static int chunks_per_item(std::int64_t H) {
     return (H / 8) % 4 == 0 ? 4 : 1;
   }
