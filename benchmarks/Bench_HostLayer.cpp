@@ -67,8 +67,8 @@ void host_for(const char* name, std::int64_t n, const F& f) {
 }
 
 // The shortest of `runs` timings: a ceiling is what the machine can do, and
-// other work on it (a shared host's memory traffic varied the copy rate by
-// 1.5x from run to run) only lowers a measurement.
+// other work on it (a shared host's memory traffic) only lowers a
+// measurement.
 template <class F>
 double best_seconds(int runs, const F& once) {
   double best = once();
@@ -159,8 +159,8 @@ std::vector<cpu_set_t> host_thread_cpus() {
 // The BLAS on the run's thread count, its threads where the host threads
 // are. OpenBLAS (pthreads) starts a worker with the affinity of the thread
 // that asks for it: under OMP_PROC_BIND the master is bound to one core, and
-// every BLAS worker would share that core (the sgemm rate of 2 threads was
-// that of one). So the master may run on all the host threads' cores while
+// every BLAS worker would share that core (2 threads would run at the rate
+// of one). So the master may run on all the host threads' cores while
 // the workers start, then is bound back, and where OpenBLAS can place its
 // workers, worker i goes to host thread i + 1's CPUs (the caller computes
 // too, on the master's).

@@ -13,7 +13,7 @@
 #ifndef KOKKOSMOE_ACTIVATIONGROUPS_HPP
 #define KOKKOSMOE_ACTIVATIONGROUPS_HPP
 
-#include "KokkosMoE_Divide.hpp"
+#include "KokkosMoE_FlatIndex.hpp"
 #include "KokkosMoE_Target.hpp"
 
 #include <KokkosMoE/KokkosMoE_Dispatch.hpp>
@@ -74,7 +74,7 @@ struct QuantizeGroupsKernel {
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
     const std::int64_t C = codes.extent(1);
     std::int64_t p, g;
-    divide(i, groups(C), p, g);
+    row_and_column(i, groups(C), p, g);
     const int tile = int(p / tile_rows), r = int(p - std::int64_t(tile) * tile_rows);
     if (tile >= plan.tile_offsets(experts)) return;
     const int first = plan.tiles(tile, 1);

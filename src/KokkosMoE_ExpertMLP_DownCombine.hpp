@@ -5,9 +5,9 @@
 #ifndef KOKKOSMOE_EXPERTMLP_DOWNCOMBINE_HPP
 #define KOKKOSMOE_EXPERTMLP_DOWNCOMBINE_HPP
 
-#include "KokkosMoE_Divide.hpp"
+#include "KokkosMoE_FlatIndex.hpp"
 #include "KokkosMoE_ExpertMLP_MainLoop.hpp"
-#include "KokkosMoE_ValueRun.hpp"
+#include "KokkosMoE_ColumnRun.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -20,8 +20,8 @@ namespace Impl {
 // assignments; one part unless split; h's row of p is tile-major where
 // operand_row says so). Rows of y in sorted order and unweighted
 // (CombineKernel weighs them): a tile's stores are whole rows, with no
-// lookups (scattering weighted rows, with a lookup of each row's assignment
-// and weight, is much slower on the H200). (Frag as GateUpKernel's.)
+// lookup of each row's assignment and weight, so they fill whole 32-byte
+// sectors. (Frag as GateUpKernel's.)
 template <class ExecutionSpace, class Scalar, TileSize Size,
           class Frag = DownFragment<ExecutionSpace, Scalar, Size>>
 struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
@@ -147,7 +147,7 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
     frag::template store<base::max_run>(
         m,
         [&](int r, int n, const auto& v) {
-          if (r < w.rows && n < cols) store_run(y0 + std::int64_t(r) * H + n, v, cols - n);
+          if (r < w.rows && n < cols) store_column_run(y0 + std::int64_t(r) * H + n, v, cols - n);
         },
         out.acc);
   }
@@ -161,7 +161,7 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
 // output of a (the sum of its K parts, at a's sorted row), in a fixed order
 // so the result does not depend on scheduling. Item i: Width consecutive
 // columns of one token (16-byte loads of y where Width is 4: a quarter of
-// the items, each with its division (see divide), and wider loads).
+// the items, each with its division (see row_and_column), and wider loads).
 template <class ExecutionSpace, class Scalar, int Width>
 struct CombineKernel {
   using memory_space = typename ExecutionSpace::memory_space;
@@ -189,9 +189,9 @@ struct CombineKernel {
 
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t t, n;
-    divide(i, H / Width, t, n);
+    row_and_column(i, H / Width, t, n);
     n *= Width;
-    ValueRun<Width> s{};
+    ColumnRun<Width> s{};
     for (int j = 0; j < k; ++j) {
       const std::int64_t p = position(t * k + j);
       if (p < 0) continue;
@@ -203,7 +203,7 @@ struct CombineKernel {
       const float w = weights(t, j);
       for (int e = 0; e < Width; ++e) s.v[e] += w * v.v[e];
     }
-    store_run(&out(t, n), s, Width);
+    store_column_run(&out(t, n), s, Width);
   }
 };
 

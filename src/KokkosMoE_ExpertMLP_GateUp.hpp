@@ -9,10 +9,10 @@
 #include <KokkosMoE/KokkosMoE_Math.hpp>
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
-#include "KokkosMoE_Divide.hpp"
+#include "KokkosMoE_FlatIndex.hpp"
 #include "KokkosMoE_ExpertMLP_MainLoop.hpp"
 #include "KokkosMoE_Target.hpp"
-#include "KokkosMoE_ValueRun.hpp"
+#include "KokkosMoE_ColumnRun.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -37,9 +37,9 @@ KOKKOS_INLINE_FUNCTION float silu_times_as(float g, float u) {
 // By whole vectors where the target has them (host builds: the host
 // fragments' vectors), else value by value.
 template <class Scalar, int Width>
-KOKKOS_INLINE_FUNCTION ValueRun<Width> silu_times_as(const ValueRun<Width>& g,
-                                                     const ValueRun<Width>& u) {
-  ValueRun<Width> h;
+KOKKOS_INLINE_FUNCTION ColumnRun<Width> silu_times_as(const ColumnRun<Width>& g,
+                                                      const ColumnRun<Width>& u) {
+  ColumnRun<Width> h;
   if (target::silu_runs<Width>(g, u, h)) return h;
   for (int i = 0; i < Width; ++i) h.v[i] = silu_times_as<Scalar>(g.v[i], u.v[i]);
   return h;
@@ -157,9 +157,8 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
     const int* tokens = t.tokens;
     if constexpr (frag::producer_threads > 0) {
       // The rows of x already gathered, tile-major (GatherRowsKernel):
-      // every operand tile is one tensor copy. (Partly filled tiles taking
-      // only their rows of x by 16-byte copies instead are slower on the
-      // H200 at almost every model and size measured.)
+      // every operand tile is one tensor copy, partly filled ones too: one
+      // instruction of one thread instead of the producers' 16-byte copies.
       if (this->bulk(barrier)) {
         if (ld.rank == 0) {
           const int row = w.expert * F + w.first_col;
@@ -231,8 +230,8 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
           m,
           [&](int r, int n, const auto& g, const auto& u) {
             if (r < w.rows && n < cols) {
-              store_run(&partial(row0 + r, w.first_col + n), g, cols - n);
-              store_run(&partial(row0 + r, F + w.first_col + n), u, cols - n);
+              store_column_run(&partial(row0 + r, w.first_col + n), g, cols - n);
+              store_column_run(&partial(row0 + r, F + w.first_col + n), u, cols - n);
             }
           },
           a.g, a.u);
@@ -246,7 +245,7 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
         m,
         [&](int r, int n, const auto& g, const auto& u) {
           if (r < rows && n < cols)
-            store_run(&h(row0 + r, w.first_col + n), silu_times_as<token>(g, u), cols - n);
+            store_column_run(&h(row0 + r, w.first_col + n), silu_times_as<token>(g, u), cols - n);
         },
         a.g, a.u);
   }
@@ -274,9 +273,9 @@ struct GatherRowsKernel {
   // Item i: chunks q, q + C / 4, q + 2 C / 4, q + 3 C / 4 of gathered row p,
   // C = H / 8 chunks of 8 values (the tensor maps need H a multiple of 8;
   // every model we know has a multiple of 32): four loads in flight per
-  // thread, each coalesced over the warp (on the H200, DeepSeek-V3 at 4096
-  // tokens, 79 % of the memory's rate against 58 % with one chunk per
-  // item). Where C is not a multiple of 4, one chunk per item.
+  // thread, each coalesced over the warp, so that enough bytes are in flight
+  // to near the memory's rate. Where C is not a multiple of 4, one chunk
+  // per item.
   KOKKOS_INLINE_FUNCTION static int chunks_per_item(std::int64_t H) {
     return (H / 8) % 4 == 0 ? 4 : 1;
   }
@@ -291,7 +290,7 @@ struct GatherRowsKernel {
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
     const std::int64_t H = x.extent(1), per_item = chunks_per_item(H), stride = H / 8 / per_item;
     std::int64_t p, q;
-    divide(i, stride, p, q);
+    row_and_column(i, stride, p, q);
     const int tile = int(p) / tile_rows, r = int(p) - tile * tile_rows;
     if (tile >= plan.tile_offsets(experts)) return;
     const int first = plan.tiles(tile, 1);
@@ -331,7 +330,7 @@ struct ActivationKernel {
 
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t p, f;
-    divide(i, F, p, f);
+    row_and_column(i, F, p, f);
     float g = 0, u = 0;
     for (int s = 0; s < splits; ++s) {
       g += partial(s * assignments + p, f);

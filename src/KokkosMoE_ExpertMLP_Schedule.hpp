@@ -42,12 +42,11 @@ struct ExpertTileSchedule {
   // group of row tiles of one expert with the row tile fastest: the teams
   // in flight together share each weight tile (read from memory once, then
   // from L2). An expert's n tiles form ceil(n / max_group) groups of about
-  // equal size: a weight tile is read once per group (with groups of 8
-  // tiles regardless of experts, an expert cut by a group boundary was read
-  // twice: DeepSeek-V3, Zipf 0.5, 4096 tokens moved 1.36x the weights'
-  // bytes in its gate/up kernel, ncu on the H200). Item i of expert e lies
-  // in [tile_offsets(e), tile_offsets(e + 1)) * per_tile, so tile i /
-  // per_tile names e without a search.
+  // equal size: a weight tile is read once per group, so groups never span
+  // two experts (a group boundary inside an expert would read its weights
+  // twice). Item i of expert e lies in
+  // [tile_offsets(e), tile_offsets(e + 1)) * per_tile, so tile i / per_tile
+  // names e without a search.
   static constexpr int max_group = 16;
   KOKKOS_INLINE_FUNCTION bool work(int item, Work& w, int depth) const {
     const int per_tile = column_blocks * splits;
@@ -75,11 +74,8 @@ struct ExpertTileSchedule {
   // Splits K until the launch has about `teams` teams (the decode sizes:
   // few tiles, long K), within `capacity` rows of partial results, in at
   // most ceil(depth / (min_split_steps BK)) parts: about min_split_steps K
-  // steps deep or more (the parts are whole steps). (On the H200, at 1-2 tokens
-  // with Qwen2 and GPT-OSS-20B 12 steps were 1.06-1.12x faster than 4 (more
-  // parts, each mostly its pipeline's fill and drain), 1.02-1.03x at
-  // Mixtral-8x7B one token and Qwen2 4 tokens, within 2 % elsewhere from 1
-  // to 32 tokens; 16 was 1.03-1.04x slower than 12 at GPT-OSS 4 tokens.)
+  // steps deep or more (the parts are whole steps): shallower parts are
+  // mostly their pipeline's fill and drain, deeper ones leave fewer teams.
   static constexpr int min_split_steps = 12;
   void split_k(std::int64_t tiles, int depth, std::int64_t rows, std::int64_t capacity,
                std::int64_t teams) {

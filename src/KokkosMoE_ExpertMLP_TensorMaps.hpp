@@ -48,10 +48,8 @@ struct ExpertTileMaps {
   // tensor copies (x's gathered rows, h): tile-major, tile t at row t BM,
   // its rows past the last in use zero (GatherRowsKernel; the gate/up
   // kernel stores them as zeros of h), so that a partly filled tile
-  // multiplies zeros. Run for long, the H200 holds the large kernels at its
-  // power cap (700 W, 1.4-1.5 GHz instead of 1.98), where a product of zero
-  // rows costs less (a bf16 GEMM with half of its rows zero runs 1.13x
-  // faster).
+  // multiplies zeros: the large kernels run at the GPU's power cap, where
+  // zero rows draw less power and so leave a higher clock.
   // Elsewhere rows are in sorted order.
   KOKKOS_INLINE_FUNCTION bool tile_major() const { return bulk_kernel(); }
   template <class Work>

@@ -120,7 +120,7 @@ class ExpertStages {
     }
     // Four columns per item, except for split-K batches (decode: a few
     // tokens, many K parts to sum), whose one column per item keeps 4x the
-    // threads loading (Mixtral-8x7B, one token: 1.7 % slower with four).
+    // threads loading.
     if (splits > 1) combine<1>(routing_weights, out, num_tokens, splits, plan);
     else combine<4>(routing_weights, out, num_tokens, splits, plan);
   }

@@ -62,7 +62,7 @@
 //                     threads load) call it with the same tiles
 //   finish(member, acc...)  waits for the multiplies in flight; acc final
 //   store<Width>(member, f, acc...)  calls f(m, n, run...) for the outputs
-//                     the calling thread holds: one ValueRun<W> per
+//                     the calling thread holds: one ColumnRun<W> per
 //                     accumulator, W <= Width consecutive columns from
 //                     (m, n) (Width: the widest the caller takes, 1 or more;
 //                     W: what the layout holds, e.g. pairs on tensor cores,

@@ -8,7 +8,7 @@
 
 #include <Kokkos_Core.hpp>
 
-#include "KokkosMoE_Divide.hpp"
+#include "KokkosMoE_FlatIndex.hpp"
 
 #include <cfloat>
 #include <cstdint>
@@ -182,7 +182,7 @@ struct ConvertToFloat {
   std::int64_t cols;
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t row, col;
-    divide(i, cols, row, col);
+    row_and_column(i, cols, row, col);
     out(row, col) = to_float(in(row, col));
   }
 };

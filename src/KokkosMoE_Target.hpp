@@ -12,7 +12,7 @@
 //                     ulp of error allowed); exp_fp32(x) for float results
 //   e4m3_pair(a, b)   float8_e4m3's codes of a and b, a in the low byte
 //   trap()            ends the kernel where a path must not be reached
-//   silu_runs<Width>(g, u, h) -> bool  h = silu(g) u over a run of Width
+//   silu_runs<Width>(g, u, h) -> bool  h = silu(g) u over a ColumnRun of Width
 //                     values by whole vectors, or false: not done here
 //
 // The choice is by the build's GPU backend, not the execution space: a GPU

@@ -3,11 +3,11 @@
 #include "TestFragment.hpp"
 #include "TestUtils.hpp"
 
-#include "KokkosMoE_Divide.hpp"
+#include "KokkosMoE_FlatIndex.hpp"
 #include "KokkosMoE_ExpertMLP_Impl.hpp"
 #include "KokkosMoE_ExpertStages.hpp"
 #include "KokkosMoE_Fragment.hpp"
-#include "KokkosMoE_ValueRun.hpp"
+#include "KokkosMoE_ColumnRun.hpp"
 
 #include <cstring>
 #include <limits>
@@ -18,31 +18,31 @@
 
 namespace KokkosMoE {
 namespace Test {
-// out[j] = in[j] through store_run, Width values a call (the last call
+// out[j] = in[j] through store_column_run, Width values a call (the last call
 // with the values left), as the kernels store their runs.
 template <class Space, class Scalar, int Width>
-void store_runs(const Kokkos::View<const float*, Space>& in,
-                const Kokkos::View<Scalar*, Space>& out) {
+void store_column_runs(const Kokkos::View<const float*, Space>& in,
+                       const Kokkos::View<Scalar*, Space>& out) {
   const std::int64_t n = in.extent(0);
   Kokkos::parallel_for(
       Kokkos::RangePolicy<Space>(0, (n + Width - 1) / Width), KOKKOS_LAMBDA(const std::int64_t i) {
-        Impl::ValueRun<Width> run{};
+        Impl::ColumnRun<Width> run{};
         const std::int64_t first = i * Width;
         for (int e = 0; e < Width && first + e < n; ++e) run.v[e] = in(first + e);
-        Impl::store_run(&out(first), run, int(n - first < Width ? n - first : Width));
+        Impl::store_column_run(&out(first), run, int(n - first < Width ? n - first : Width));
       });
   Kokkos::fence();
 }
 
-// q and r of Impl::divide for each (i, n), computed on Space.
+// The row and column of Impl::row_and_column for each (i, n), computed on Space.
 template <class Space>
-void divisions(const Kokkos::View<const std::int64_t* [2], Space>& in,
-               const Kokkos::View<std::int64_t* [2], Space>& out) {
+void rows_and_columns(const Kokkos::View<const std::int64_t* [2], Space>& in,
+                      const Kokkos::View<std::int64_t* [2], Space>& out) {
   Kokkos::parallel_for(
       Kokkos::RangePolicy<Space>(0, in.extent(0)), KOKKOS_LAMBDA(const int j) {
-        std::int64_t q, r;
-        Impl::divide(in(j, 0), in(j, 1), q, r);
-        out(j, 0) = q, out(j, 1) = r;
+        std::int64_t row, col;
+        Impl::row_and_column(in(j, 0), in(j, 1), row, col);
+        out(j, 0) = row, out(j, 1) = col;
       });
   Kokkos::fence();
 }
@@ -224,14 +224,14 @@ std::vector<float> values_to_store() {
 }
 
 template <class Scalar, int Width>
-void expect_stored_runs_round_like_from_float() {
+void expect_stored_column_runs_round_like_from_float() {
   const std::vector<float> values = values_to_store();
   const std::int64_t n = values.size();
   Kokkos::View<float*, Space> in("in", n);
   Kokkos::View<Scalar*, Space> out("out", n);
   Kokkos::deep_copy(
       in, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(values.data(), n));
-  store_runs<Space, Scalar, Width>(in, out);
+  store_column_runs<Space, Scalar, Width>(in, out);
   const auto got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
   for (std::int64_t j = 0; j < n; ++j) {
     const Scalar want = Impl::from_float<Scalar>(values[j]);
@@ -245,15 +245,15 @@ void expect_stored_runs_round_like_from_float() {
   }
 }
 
-TYPED_TEST(EXPERTMLP_SUITE, StoredRunsRoundLikeFromFloat) {
-  expect_stored_runs_round_like_from_float<TypeParam, 1>();
-  expect_stored_runs_round_like_from_float<TypeParam, 2>();
-  expect_stored_runs_round_like_from_float<TypeParam, 4>();
+TYPED_TEST(EXPERTMLP_SUITE, StoredColumnRunsRoundLikeFromFloat) {
+  expect_stored_column_runs_round_like_from_float<TypeParam, 1>();
+  expect_stored_column_runs_round_like_from_float<TypeParam, 2>();
+  expect_stored_column_runs_round_like_from_float<TypeParam, 4>();
 }
 
-// Impl::divide on the device against the host's 64-bit division, on both
+// Impl::row_and_column on the device against the host's 64-bit division, on both
 // sides of 2^31 (where it switches to 64 bits).
-TEST(EXPERTMLP_SUITE, DivideMatchesIntegerDivision) {
+TEST(EXPERTMLP_SUITE, RowAndColumnMatchIntegerDivision) {
   const std::vector<std::pair<std::int64_t, std::int64_t>> cases = {{0, 1},
                                                                     {7, 3},
                                                                     {4095, 4096},
@@ -270,7 +270,7 @@ TEST(EXPERTMLP_SUITE, DivideMatchesIntegerDivision) {
   for (std::size_t j = 0; j < cases.size(); ++j)
     host(j, 0) = cases[j].first, host(j, 1) = cases[j].second;
   Kokkos::deep_copy(in, host);
-  divisions<Space>(in, out);
+  rows_and_columns<Space>(in, out);
   const auto got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
   for (std::size_t j = 0; j < cases.size(); ++j) {
     const auto [i, n] = cases[j];

@@ -39,10 +39,11 @@
 // never below reference_tolerance (eps_s for 16-bit storage, 1e-4 for
 // float), which the layer's unit tests hold it to at their widths. For wide
 // rows R is about 3.5 Q (the largest of H sums of kF terms), so tol is about
-// eps_s, as before, and a 1 % error in any stage fails. For narrow ones
-// (H = 1, k = 2) an output can be the difference of two large terms: R is
-// then much smaller than Q, the row-relative error large, and so is tol,
-// as it must be: the bound, not a constant, follows the cancellation.
+// eps_s, the unit tests' tolerance, and a 1 % error in any stage fails. For
+// narrow ones (H = 1, k = 2) an output can be the difference of two large
+// terms: R is then much smaller than Q, the row-relative error large, and
+// so is tol, as it must be: the bound, not a constant, follows the
+// cancellation.
 #ifndef KOKKOSMOE_DRIVER_ERRORMODEL_HPP
 #define KOKKOSMOE_DRIVER_ERRORMODEL_HPP
 

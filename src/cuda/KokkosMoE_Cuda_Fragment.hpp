@@ -31,7 +31,7 @@
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
 #include "KokkosMoE_Cuda_Warpgroup.hpp"
-#include "KokkosMoE_ValueRun.hpp"
+#include "KokkosMoE_ColumnRun.hpp"
 
 #include <cstdint>
 #include <type_traits>
@@ -134,7 +134,7 @@ struct CudaTensorCoreFragment {
   // converts element by element). Decode streams weights at the memory's
   // rate, so the conversion must take few instructions, and few of the
   // conversion pipe's (16 a clock per multiprocessor on Hopper: converting
-  // each value through f16 and f32 took longer than reading it):
+  // each value through f16 and f32 takes longer than reading it):
   // - bf16 (Hopper): one byte permute puts two codes at the top of the two
   //   halves; shifted right by 4 (the sign kept) they are bf16 bit patterns
   //   of the values times 2^-120, subnormals included; two packed bf16
@@ -288,7 +288,7 @@ struct CudaTensorCoreFragment {
 #endif
   }
 
-  // Calls f(m, n, runs...) with a ValueRun of each accumulator, of the
+  // Calls f(m, n, runs...) with a ColumnRun of each accumulator, of the
   // pair of columns (n, n + 1) of row m this thread holds (Width 2 or more)
   // or of one element (Width 1: the split-K partial sums of gate/up, stored
   // one float at a time).
@@ -308,9 +308,9 @@ struct CudaTensorCoreFragment {
         for (int e = 0; e < 4; e += (Width >= 2 ? 2 : 1)) {
           if constexpr (Width >= 2)
             f(row0 + i * 16 + (e / 2) * 8, col0 + j * 8,
-              ValueRun<2>{{acc.c[i][j][e], acc.c[i][j][e + 1]}}...);
+              ColumnRun<2>{{acc.c[i][j][e], acc.c[i][j][e + 1]}}...);
           else
-            f(row0 + i * 16 + (e / 2) * 8, col0 + j * 8 + e % 2, ValueRun<1>{{acc.c[i][j][e]}}...);
+            f(row0 + i * 16 + (e / 2) * 8, col0 + j * 8 + e % 2, ColumnRun<1>{{acc.c[i][j][e]}}...);
         }
   }
 
@@ -387,12 +387,13 @@ struct DownFragment<Kokkos::Cuda, float8_e4m3, Size> : CudaFp8FragmentOf<Size>::
 // Large (prefill): 128 x 64 tiles, 4 warps of 64 x 32, 2 teams per
 // multiprocessor. Medium: 64 x 64, 4 warps of 32 x 32, 3 teams. Small
 // (decode, fewer than 16 rows per expert): 16 x 64, 4 warps of 16 x 16, 3
-// teams (against 32 x 32 tiles: 1.1-1.25x faster at one token, up to 1.07x
-// at 8 to 32). With our Kokkos 3.4 patch (or any Kokkos that opts in to the
-// whole shared memory per block) K steps are 64 deep and the pipelines 3 or
-// 4 stages (96, 72 and 72 KiB for gate/up: KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH,
-// detected by CMake); otherwise they fit the 40 KiB
-// cap (2 or 3 stages, K = 32 for large and medium, 32 x 32 small tiles).
+// teams (16 rows: decode tiles hold only a few rows, and every row of a
+// tile is multiplied). With our Kokkos 3.4 patch (or any Kokkos that opts
+// in to the whole shared memory per block) K steps are 64 deep and the
+// pipelines 3 or 4 stages (96, 72 and 72 KiB for gate/up:
+// KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH, detected by CMake); otherwise
+// they fit the 40 KiB cap (2 or 3 stages, K = 32 for large and medium,
+// 32 x 32 small tiles).
 #if defined(KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH) && !defined(KOKKOSMOE_ENABLE_CUDA_WGMMA)
 template <class Scalar, TileSize Size>
 struct CudaFragmentOf
@@ -414,11 +415,8 @@ template <TileSize Size>
 struct CudaFp8FragmentOf
     : CudaFragmentOf<bfloat16, Size == TileSize::large ? TileSize::medium : Size> {};
 
-// The mma.sync shapes' crossovers, measured on the H200 (docs/performance.md):
-// 32-row tiles are 1.06x faster than 64-row ones at 8 rows per expert, even
-// at 16 and 1.08x slower at 16 with skew (DeepSeek-V3, Zipf 0.5). With
-// mma.sync, 64-row tiles are 1.2-1.5x faster than 128-row ones from 32 to
-// 256 rows, even at 384 and 1.05x slower at 512.
+// The mma.sync shapes' crossovers: where the larger shape catches up with
+// the smaller (docs/performance.md, "tile shape by rows per expert").
 template <>
 struct TileCrossovers<Kokkos::Cuda> {
   static constexpr std::int64_t small_tile_rows_below = 16;

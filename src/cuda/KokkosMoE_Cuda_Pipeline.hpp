@@ -33,9 +33,9 @@ struct CudaStagePipeline {
   // loaded: each producer thread arrives twice per round, once itself
   // (releasing its plain scratch stores: zero fill) and once when its
   // cp.async copies have landed, and tensor copies count their bytes
-  // (expect_bytes); free: one arrival per multiplying warp. (With tensor
-  // copies, their one issuing thread as the only arrival is no faster on the
-  // H200, only idling the other producer threads.)
+  // (expect_bytes); free: one arrival per multiplying warp. (Tensor copies
+  // keep the same count: their issuing thread arriving alone would not make
+  // them land sooner.)
   __device__ void initialize(int rank, int producer_threads, int multiplier_warps) const {
     if (rank != 0) return;
     for (int s = 0; s < Stages; ++s) {
@@ -66,8 +66,8 @@ struct CudaStagePipeline {
   // Multiplier: waits for step g's data, then, where the producer wrote
   // some of it by plain or cp.async stores (plain_writes), makes it visible
   // to wgmma, which reads scratch through the async proxy. (Tensor copies
-  // write through that proxy: no fence, whose MEMBAR.ALL.CTA each K step
-  // cost the large kernels 2-4 %.)
+  // write through that proxy: no fence, which would add a MEMBAR.ALL.CTA to
+  // every K step.)
   __device__ void wait_loaded(int g, bool plain_writes) const {
     wait(loaded(g % Stages), (g / Stages) & 1);
     if (plain_writes) warpgroup::fence_shared_for_async();

@@ -110,10 +110,10 @@ struct CudaWarpSpecialized : Base {
 // for at once so that its stage is freed for the next copy: the fastest
 // large shape measured on the H200 for prefill (docs/performance.md lists
 // the variants). The medium shape, whose batches are streaming weights,
-// keeps 3 steps loading with every warp copying; letting its wgmma run
-// behind (InFlight 1) measured 1.02-1.04x slower on the H200. (They need
-// more than the 40 KiB cap: without KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH,
-// mma.sync's shapes.)
+// keeps 3 steps loading with every warp copying, each wgmma waited for at
+// once: the weights' stream bounds it, which running behind does not
+// shorten. (They need more than the 40 KiB cap: without
+// KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH, mma.sync's shapes.)
 #ifdef KOKKOSMOE_ENABLE_CUDA_LARGE_TEAM_SCRATCH
 // Large, medium, small; large and medium for down.
 template <class Scalar, TileSize Size>
@@ -142,9 +142,9 @@ struct CudaFp8FragmentOf
                  CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 128, 128, 64, 8, 1, 4, 1>>,
                  CudaStagedWeights<CudaTensorCoreFragment<bfloat16, 64, 128, 64, 4, 1, 4, 2>>> {};
 
-// With wgmma (its 128-row tiles twice as wide) 128-row tiles are even at 64
-// rows per expert (Mixtral, 256 tokens: 1.0x; 32 rows: 1.1x slower) and
-// 1.14-1.6x faster from 128 (H200); the small crossover is mma.sync's.
+// With wgmma (its 128-row tiles twice as wide) 128-row tiles from 64 rows
+// per expert, where they catch up with 64-row ones (docs/performance.md);
+// the small crossover is mma.sync's.
 // (Without large team scratch, mma.sync's shapes and crossovers.)
 template <>
 struct TileCrossovers<Kokkos::Cuda> {

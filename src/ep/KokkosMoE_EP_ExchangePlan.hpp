@@ -16,7 +16,7 @@
 
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
-#include "KokkosMoE_Divide.hpp"
+#include "KokkosMoE_FlatIndex.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -130,7 +130,7 @@ struct PackRows {
 
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t a, n;
-    divide(i, H, a, n);
+    row_and_column(i, H, a, n);
     rows(slot(a), n) = x(a / k, n);
   }
 };
@@ -151,7 +151,7 @@ struct CombineRows {
 
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
     std::int64_t t, n;
-    divide(i, H, t, n);
+    row_and_column(i, H, t, n);
     float s = 0;
     for (int j = 0; j < k; ++j) {
       const float w = weights(t, j);

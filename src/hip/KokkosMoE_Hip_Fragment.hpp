@@ -34,7 +34,7 @@
 #include <KokkosMoE/KokkosMoE_BuildConfig.hpp>
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
-#include "KokkosMoE_ValueRun.hpp"
+#include "KokkosMoE_ColumnRun.hpp"
 #include "hip/KokkosMoE_Hip_Mfma.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -156,7 +156,7 @@ struct CdnaMatrixFragment {
   template <class Member, class... Acc>
   KOKKOS_INLINE_FUNCTION static void finish(const Member&, Acc&...) {}
 
-  // Calls f(m, n, runs...) with a ValueRun<1> of each accumulator: a lane
+  // Calls f(m, n, runs...) with a ColumnRun<1> of each accumulator: a lane
   // holds one column of each instruction block (its rows in groups of 4).
   template <int Width, class Member, class F, class... Acc>
   KOKKOS_INLINE_FUNCTION static void store(const Member& member, const F& f, Acc&... acc) {
@@ -173,7 +173,7 @@ struct CdnaMatrixFragment {
 #pragma unroll
             for (int r = 0; r < S::regs; ++r)
               f(row0 + i * S::m + S::d_row(ln, r), col0 + j * S::n + S::d_col(ln),
-                ValueRun<1>{{acc.c[w][i][j][l][r]}}...);
+                ColumnRun<1>{{acc.c[w][i][j][l][r]}}...);
           }
     }
   }

@@ -162,8 +162,8 @@ struct HostPanelFragment
   }
   // R columns of row m, gathered from the [n][m] layout.
   template <int R>
-  static ValueRun<R> run(const accumulator_type& acc, int m, int n) {
-    ValueRun<R> out;
+  static ColumnRun<R> run(const accumulator_type& acc, int m, int n) {
+    ColumnRun<R> out;
     for (int i = 0; i < R; ++i) out.v[i] = acc.v[(n + i) * tile_m + m];
     return out;
   }
@@ -234,16 +234,16 @@ struct HostDotFragment
   static float* element(const tile& t, int r, int c) { return t.data() + r * tile_k + c; }
   // R columns of row m, each output's partial sums added up.
   template <int R>
-  static ValueRun<R> run(const accumulator_type& acc, int m, int n) {
-    ValueRun<R> out;
+  static ColumnRun<R> run(const accumulator_type& acc, int m, int n) {
+    ColumnRun<R> out;
     for (int i = 0; i < R; ++i) out.v[i] = host_vector::sum(acc.v[m * tile_n + n + i]);
     return out;
   }
 
   // Weights are multiplied where they lie (InPlaceWeights): each of a
   // tile's 16 weight rows streams from memory once, straight into the
-  // multiplies (a copy into scratch first cost a quarter of the rate), and
-  // 16-bit weights widen in registers.
+  // multiplies (a copy into scratch would be a second pass over the bytes
+  // decode is bound by), and 16-bit weights widen in registers.
   static constexpr bool weights_in_place = true;
 
   // c += a b^T as multiply does, b read in place: the same sums in the same
@@ -294,8 +294,8 @@ struct HostDotFragment
 #pragma GCC unroll 4
         for (int j = 0; j < NB; ++j) {
           weights[j] = widen(row[j] + k);
-          // The next K step's part of the row (the hardware's prefetch alone
-          // left 16-bit weights at half the copy rate).
+          // The next K step's part of the row: the hardware's prefetch alone
+          // does not keep 16-bit weights streaming at the copy rate.
           __builtin_prefetch(row[j] + k + tile_k);
         }
         step(k, weights);
@@ -347,7 +347,7 @@ struct HostDotFragment
 // of 64 columns for gate/up (gate and up: 128 rows of weights to a token
 // tile) and 128 for down, the same weights per token tile; token tiles of
 // 32 rows (large), 16 (medium: experts of fewer rows, whose 32-row tiles
-// were half zeros) and 8 for decode (small), whose weight tiles are 8 and
+// would be half zeros) and 8 for decode (small), whose weight tiles are 8 and
 // 16 rows.
 template <class ExecutionSpace, TileSize Size>
 struct DefaultFragment<ExecutionSpace, Size,
@@ -368,9 +368,9 @@ struct DefaultDownFragment<
 };
 
 // Tokens per expert below which a batch takes the decode shape: one tile of
-// eight rows per expert, its weights streamed once (at 32, DeepSeek-V3's
-// 16 rows per expert at 512 tokens took 1.4x as long as in panel tiles);
-// 16-row panel tiles below 32.
+// eight rows per expert, its weights streamed once (which pays while rows
+// are few; panel tiles reuse each weight over more rows); 16-row panel
+// tiles below 32.
 template <class ExecutionSpace>
 struct TileCrossovers<ExecutionSpace,
                       std::enable_if_t<Kokkos::SpaceAccessibility<

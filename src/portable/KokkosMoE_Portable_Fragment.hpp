@@ -9,7 +9,7 @@
 
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
-#include "KokkosMoE_ValueRun.hpp"
+#include "KokkosMoE_ColumnRun.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -110,7 +110,7 @@ struct PortableFragment {
     member.team_barrier();
   }
 
-  // Calls f(m, n, runs...) once per element, with a ValueRun<1> of each
+  // Calls f(m, n, runs...) once per element, with a ColumnRun<1> of each
   // accumulator (runs of up to Width values: here always one).
   template <int Width, class Member, class F, class... Acc>
   KOKKOS_INLINE_FUNCTION static void store(const Member& member, const F& f, const tile& acc0,
@@ -118,7 +118,7 @@ struct PortableFragment {
     const int n = acc0.extent_int(1);
     Kokkos::parallel_for(Kokkos::TeamThreadRange(member, acc0.extent_int(0) * n), [&](int i) {
       const int r = i / n, c = i % n;
-      f(r, c, ValueRun<1>{{acc0(r, c)}}, ValueRun<1>{{acc(r, c)}}...);
+      f(r, c, ColumnRun<1>{{acc0(r, c)}}, ColumnRun<1>{{acc(r, c)}}...);
     });
   }
 

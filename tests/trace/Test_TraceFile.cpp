@@ -485,8 +485,8 @@ TEST(TraceFile, ManyLayersReadInLinearTime) {
   ASSERT_EQ(t.layers.size(), 1u);
   EXPECT_EQ(t.layers[0].index, n - 1);
   EXPECT_EQ(t.num_tokens, 0);
-  // About 2 s on one core (the quadratic listing took minutes); the margin
-  // is for loaded test machines.
+  // About 2 s on one core, where a listing quadratic in the layers takes
+  // minutes; the margin is for loaded test machines.
   EXPECT_LT(seconds, 10.0) << "reading " << n << " layers";
   std::cout << "[          ] " << n << " layers read in " << seconds << " s\n";
 }

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: BSD-3-Clause
-// A run of accumulator values of consecutive output columns of one row, as a
-// fragment's store hands them to the kernels: one value on host fragments,
-// the pair of columns a tensor-core thread holds on CUDA, so that kernels
-// store a pair with one instruction (where the target converts pairs) (whole 32-byte sectors per
-// warp); also the four columns a thread of the combine sums.
-#ifndef KOKKOSMOE_VALUERUN_HPP
-#define KOKKOSMOE_VALUERUN_HPP
+// ColumnRun: the accumulator values of consecutive output columns of one
+// row, as a fragment's store hands them to the kernels: up to 16 on host
+// fragments, the pair of columns a tensor-core thread holds on CUDA (stored
+// with one instruction where the target converts pairs: whole 32-byte
+// sectors per warp); also the four columns a thread of the combine sums.
+// store_column_run writes one to memory.
+#ifndef KOKKOSMOE_COLUMNRUN_HPP
+#define KOKKOSMOE_COLUMNRUN_HPP
 
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
@@ -20,7 +21,7 @@ namespace KokkosMoE {
 namespace Impl {
 
 template <int Width>
-struct ValueRun {
+struct ColumnRun {
   static constexpr int width = Width;
   float v[Width];
 };
@@ -28,7 +29,7 @@ struct ValueRun {
 // Writes the first `valid` values of run as T from dst on: all of them with
 // one vector store where the run is whole and dst aligned to its size.
 template <class T, int Width>
-KOKKOS_FORCEINLINE_FUNCTION void store_run(T* dst, const ValueRun<Width>& run, int valid) {
+KOKKOS_FORCEINLINE_FUNCTION void store_column_run(T* dst, const ColumnRun<Width>& run, int valid) {
   if constexpr (Width > 1) {
     struct alignas(Width * sizeof(T)) Whole {
       T v[Width];
