@@ -17,6 +17,7 @@
 
 #include <hdf5.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -39,15 +40,16 @@ using namespace KokkosMoE::Fuzz;
 const char* const kUsage =
     "usage: kokkosmoe_fuzz --trace-exe PATH --replay-exe PATH [options]\n"
     "  --seed N        seed of the whole run (default 1): case i is the same for a seed\n"
-    "  --cases N       cases (default 600)\n"
+    "  --cases N       cases (default 1200)\n"
     "  --case I        run only case I (with --keep: to look at its files)\n"
     "  --only KIND     only cases of one kind: trace-file, trace-args, replay-args,\n"
     "                  mixed-args\n"
     "  --jobs N        cases run at a time (default: $JOBS, else 2)\n"
     "  --timeout S     seconds a case may run before it is killed and failed (default 60)\n"
-    "  --dir DIR       scratch directory (default: a new one under $TMPDIR or /tmp,\n"
-    "                  removed at the end unless a case failed or --keep)\n"
-    "  --keep          keep the scratch directory\n"
+    "  --dir DIR       where the scratch directory is made (default: $TMPDIR, else /tmp);\n"
+    "                  it is removed at the end, unless --keep; when a case failed, it\n"
+    "                  keeps the failed cases' files and the base traces\n"
+    "  --keep          keep the scratch directory whole\n"
     "  --clean         remove the scratch directory even when a case failed\n"
     "  --show N        failures printed in full (default 40; all are counted)\n"
     "  --verbose       print every case: command, exit code, time\n"
@@ -60,7 +62,7 @@ struct UsageError : std::runtime_error {
 struct Options {
   std::string trace_exe, replay_exe, dir, only;
   std::uint64_t seed = 1;
-  int cases = 600, only_case = -1, jobs = 2, show = 40;
+  int cases = 1200, only_case = -1, jobs = 2, show = 40;
   double timeout = 60;
   bool keep = false, clean = false, ep_built = false, verbose = false;
 };
@@ -208,16 +210,16 @@ const char* expect_name(Expect e) {
 
 int run(const Options& o) {
   const auto start = std::chrono::steady_clock::now();
-  std::string dir = o.dir;
-  if (dir.empty()) {
+  std::string parent = o.dir;
+  if (parent.empty()) {
     const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/kokkosmoe-fuzz-XXXXXX";
-    if (!::mkdtemp(&pattern[0])) throw std::runtime_error("cannot make a scratch directory");
-    dir = pattern;
-  } else {
-    std::filesystem::create_directories(dir);
+    parent = tmp && *tmp ? tmp : "/tmp";
   }
-  dir = std::filesystem::absolute(dir).string();
+  std::filesystem::create_directories(parent);
+  std::string pattern = std::filesystem::absolute(parent).string() + "/kokkosmoe-fuzz-XXXXXX";
+  if (!::mkdtemp(&pattern[0]))
+    throw std::runtime_error("cannot make a scratch directory in " + parent);
+  const std::string dir = pattern;
   set_environment(o.timeout);
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
 
@@ -238,6 +240,7 @@ int run(const Options& o) {
   std::map<std::string, int> counts, outcomes;
   std::map<std::string, int> groups;
   int failures = 0, shown_failures = 0;
+  std::vector<int> failed_ids;
   double slowest = 0;
   int slowest_id = -1;
   run_cases(cases, o.jobs, o.timeout, dir, [&](std::size_t i, Outcome&& out) {
@@ -258,6 +261,7 @@ int run(const Options& o) {
                 << " in " << out.seconds << " s: " << shown(out.err, 300) << "\n";
     if (problems.empty()) return;
     ++failures;
+    failed_ids.push_back(c.id);
     ++groups[c.category + ": " + problems.front()];
     if (shown_failures++ >= o.show) return;
     std::cout << "FAIL case " << c.id << " (" << c.category << ", " << expect_name(c.expect)
@@ -281,13 +285,25 @@ int run(const Options& o) {
     for (const auto& [k, n] : groups) std::cout << "  " << n << " x " << k << "\n";
   }
   char summary[256];
-  std::snprintf(
-      summary, sizeof summary,
-      "fuzz: %zu cases in %.1f s (seed %llu, %d jobs, %.0f s per case at most): %d failed",
-      cases.size(), seconds, static_cast<unsigned long long>(o.seed), o.jobs, o.timeout, failures);
+  // "fuzz: N cases in ..." for a whole run, "fuzz: N <kind> cases in ..." for part of one.
+  std::snprintf(summary, sizeof summary,
+                "fuzz: %zu %s%scases in %.1f s (seed %llu, %d jobs, %.0f s per case at most): %d "
+                "failed",
+                cases.size(), o.only.c_str(), o.only.empty() ? "" : " ", seconds,
+                static_cast<unsigned long long>(o.seed), o.jobs, o.timeout, failures);
   std::cout << summary << "\n";
-  if (o.keep || (failures > 0 && !o.clean)) {
+  if (o.keep) {
     std::cout << "scratch directory kept: " << dir << "\n";
+  } else if (failures > 0 && !o.clean) {
+    // The failed cases' files (case-<id>.*) and the base files.
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind("case-", 0) != 0) continue;
+      const int id = std::atoi(name.c_str() + 5);
+      if (std::find(failed_ids.begin(), failed_ids.end(), id) == failed_ids.end())
+        std::filesystem::remove_all(entry.path());
+    }
+    std::cout << "the failed cases' files are in " << dir << "\n";
   } else {
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
