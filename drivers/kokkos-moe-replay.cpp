@@ -129,30 +129,32 @@ Options parse(int argc, char** argv) {
     else if (a == "--ep-capacity") o.ep_capacity = parse_int(args.value(a), a, 1);
     else if (a == "--ep-gpu-aware") o.ep_gpu_aware = args.value(a);
     else if (a == "--ep-transport") o.ep_transport = args.value(a);
-    else if (a.rfind("-", 0) == 0) throw UsageError("unknown option '" + a + "' (see --help)");
+    else if (a.rfind("-", 0) == 0)
+      throw UsageError("unknown option " + quoted(a) + " (see --help)");
     else if (o.trace.empty()) o.trace = a;
-    else throw UsageError("expects one trace file, got '" + o.trace + "' and '" + a + "'");
+    else throw UsageError("expects one trace file, got " + quoted(o.trace) + " and " + quoted(a));
   }
   if (o.trace.empty()) throw UsageError("missing TRACE.h5 (see --help)");
   if (o.dtype != "bf16" && o.dtype != "fp16" && o.dtype != "fp32" && o.dtype != "fp8")
-    throw UsageError("--dtype: '" + o.dtype + "' is not one of bf16, fp16, fp32, fp8");
+    throw UsageError("--dtype: " + quoted(o.dtype) + " is not one of bf16, fp16, fp32, fp8");
 #ifndef KOKKOSMOE_REPLAY_EXPERT_PARALLEL
   if (o.ep)
     throw UsageError("--ep: this kokkos-moe-replay was built without MPI (KokkosMoE_ENABLE_MPI)");
 #endif
   if (o.ep && o.check_bits) throw UsageError("--check-bits is not available with --ep");
   if (o.ep_gpu_aware != "detect" && o.ep_gpu_aware != "yes" && o.ep_gpu_aware != "no")
-    throw UsageError("--ep-gpu-aware: '" + o.ep_gpu_aware + "' is not one of detect, yes, no");
+    throw UsageError("--ep-gpu-aware: " + quoted(o.ep_gpu_aware) +
+                     " is not one of detect, yes, no");
   if (o.ep_transport != "mpi" && o.ep_transport != "nccl")
-    throw UsageError("--ep-transport: '" + o.ep_transport + "' is not one of mpi, nccl");
+    throw UsageError("--ep-transport: " + quoted(o.ep_transport) + " is not one of mpi, nccl");
   // Forking an MPI process is unsafe with some transports.
   if (o.ep && !o.reader_given) o.isolate = false;
   if (!o.model.empty() && !find_preset(o.model))
-    throw UsageError("--model: unknown preset '" + o.model + "' (" + preset_names() + ")");
+    throw UsageError("--model: unknown preset " + quoted(o.model) + " (" + preset_names() + ")");
   // Found now, not after the replays: appending creates the file and
   // leaves an existing one as it is until the report replaces it.
   if (!o.json.empty() && !std::ofstream(o.json, std::ios::app))
-    throw UsageError("--json: cannot write " + o.json);
+    throw UsageError("--json: cannot write " + quoted(o.json));
   return o;
 }
 
@@ -392,7 +394,7 @@ int run(int argc, char** argv) {
   try {
     trace = read_trace(o.trace, ro);
   } catch (const TraceError& e) {
-    if (reports_errors) std::cerr << "error: " << e.what() << "\n";
+    if (reports_errors) print_error(std::cerr, e.what());
     return exit_invalid_trace;
   }
   const Shape s = resolve_shape(o, trace);
@@ -410,8 +412,14 @@ int main(int argc, char** argv) {
   const MpiRuntime mpi(argc, argv);
   reports_errors = mpi.reports();
 #endif
-  // Kokkos takes its own --kokkos-* options out of argv first.
-  Kokkos::initialize(argc, argv);
+  // Kokkos takes its own --kokkos-* options out of argv first; it throws on
+  // a malformed one.
+  try {
+    Kokkos::initialize(argc, argv);
+  } catch (...) {
+    report_current_exception(std::cerr, reports_errors);
+    return exit_usage;
+  }
   int code = 1;
   try {
     code = run(argc, argv);

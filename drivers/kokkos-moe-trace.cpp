@@ -90,7 +90,8 @@ const char* const kSynthUsage =
     "  --seed N           random seed (default 1)\n";
 
 [[noreturn]] void unknown_option(const std::string& command, const std::string& arg) {
-  throw UsageError("unknown option '" + arg + "' (see 'kokkos-moe-trace " + command + " --help')");
+  throw UsageError("unknown option " + quoted(arg) + " (see 'kokkos-moe-trace " + command +
+                   " --help')");
 }
 
 // The arguments of info and validate: one TRACE.h5 and --reader.
@@ -111,7 +112,8 @@ ReadArgs read_args(Args& args, const std::string& command) {
     }
     if (arg.rfind("-", 0) == 0 && arg.size() > 1) unknown_option(command, arg);
     if (path)
-      throw UsageError(command + ": expects one trace file, got '" + *path + "' and '" + arg + "'");
+      throw UsageError(command + ": expects one trace file, got " + quoted(*path) + " and " +
+                       quoted(arg));
     path = arg;
   }
   if (!path)
@@ -203,7 +205,8 @@ int run_synth(Args& args) {
   SynthOptions o;
   if (preset) {
     const Preset* p = find_preset(*preset);
-    if (!p) throw UsageError("--preset: unknown preset '" + *preset + "' (" + preset_names() + ")");
+    if (!p)
+      throw UsageError("--preset: unknown preset " + quoted(*preset) + " (" + preset_names() + ")");
     o.model = p->name;
     o.num_experts = p->experts;
     o.top_k = p->top_k;
@@ -223,7 +226,7 @@ int run_synth(Args& args) {
   if (d == "uniform") o.distribution = SynthDistribution::uniform;
   else if (d == "zipf") o.distribution = SynthDistribution::zipf;
   else if (d == "loads") o.distribution = SynthDistribution::loads;
-  else throw UsageError("--dist: unknown distribution '" + d + "' (uniform, zipf, loads)");
+  else throw UsageError("--dist: unknown distribution " + quoted(d) + " (uniform, zipf, loads)");
   if (zipf_s && o.distribution != SynthDistribution::zipf)
     throw UsageError("--zipf-s only applies to --dist zipf");
   if (zipf_s) {
@@ -254,10 +257,7 @@ int run_synth(Args& args) {
 }
 
 int run(int argc, char** argv) {
-  if (argc < 2) {
-    std::cerr << kMainUsage;
-    return exit_usage;
-  }
+  if (argc < 2) throw UsageError("missing command (info, validate, synth; see --help)");
   const std::string command = argv[1];
   Args args(argc, argv, 2);
   if (command == "--help" || command == "-h" || command == "help")
@@ -265,7 +265,7 @@ int run(int argc, char** argv) {
   if (command == "info") return run_info(args);
   if (command == "validate") return run_validate(args);
   if (command == "synth") return run_synth(args);
-  throw UsageError("unknown command '" + command + "' (info, validate, synth; see --help)");
+  throw UsageError("unknown command " + quoted(command) + " (info, validate, synth; see --help)");
 }
 
 }  // namespace

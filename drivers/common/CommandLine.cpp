@@ -16,7 +16,7 @@ std::int64_t parse_int(const std::string& text, const std::string& option, std::
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (text.empty() || ec != std::errc() || ptr != end)
-    throw UsageError(option + ": '" + text + "' is not an integer");
+    throw UsageError(option + ": " + quoted(text) + " is not an integer");
   if (value < min)
     throw UsageError(option + ": " + text + " is below the minimum " + std::to_string(min));
   return value;
@@ -33,7 +33,7 @@ std::uint64_t parse_seed(const std::string& text) {
   const char* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, value);
   if (text.empty() || ec != std::errc() || ptr != end)
-    throw UsageError("--seed: '" + text + "' is not a non-negative integer");
+    throw UsageError("--seed: " + quoted(text) + " is not a non-negative integer");
   return value;
 }
 
@@ -42,7 +42,7 @@ double parse_double(const std::string& text, const std::string& option) {
   char* end = nullptr;
   const double value = std::strtod(text.c_str(), &end);
   if (text.empty() || end != text.c_str() + text.size() || errno == ERANGE || !std::isfinite(value))
-    throw UsageError(option + ": '" + text + "' is not a finite number");
+    throw UsageError(option + ": " + quoted(text) + " is not a finite number");
   return value;
 }
 
@@ -53,7 +53,7 @@ std::vector<double> parse_list(const std::string& text, const std::string& optio
 bool parse_reader(const std::string& text, const std::string& option) {
   if (text == "isolated") return true;
   if (text == "in-process") return false;
-  throw UsageError(option + ": '" + text + "' is not one of isolated, in-process");
+  throw UsageError(option + ": " + quoted(text) + " is not one of isolated, in-process");
 }
 
 bool Args::wants_help() const {
