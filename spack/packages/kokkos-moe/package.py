@@ -15,10 +15,30 @@
 # Once the project has a public repository, add homepage, git and versions
 # with their sources (and PUBLIC_REPOSITORY in tests/spack/check_recipe.py).
 #
+# Spack versions: 0.22 and newer (MINIMUM_SPACK). Run with the development
+# snapshot 0.23.0.dev0 of June 2024; written for current spack too, whose
+# packages live in spack-packages (spack_repo.builtin).
+#
 # Checked without spack by tests/spack/check_recipe.py (CTest: SpackRecipe):
-# every KokkosMoE_ENABLE_* option set here exists in the CMake files and every
-# variant is used.
+# every KokkosMoE_ENABLE_* option set here exists in the CMake files, every
+# variant is used, the language dependencies suit MINIMUM_SPACK, the tests
+# run once, no conflict refuses what its message recommends, and the Kokkos
+# versions are ones spack's kokkos recipe has.
+import os
+
+import spack.directives
 from spack.package import *
+
+#: The oldest spack this recipe works with: language dependencies ("cxx",
+#: "fortran") appeared in 0.22.
+MINIMUM_SPACK = "0.22"
+
+#: The language dependencies this spack knows. Spack 0.22 and the 0.23
+#: development snapshots up to mid-2024 list them in SUPPORTED_LANGUAGES, and
+#: "c" is not among them there (depends_on("c") fails to concretize with
+#: "Package 'c' not found"); later spack knows c, cxx and fortran and has no
+#: such list.
+SPACK_LANGUAGES = getattr(spack.directives, "SUPPORTED_LANGUAGES", ("c", "cxx", "fortran"))
 
 
 class KokkosMoe(CMakePackage, CudaPackage, ROCmPackage):
@@ -39,7 +59,11 @@ class KokkosMoe(CMakePackage, CudaPackage, ROCmPackage):
             description="The expert-parallel layer's NCCL transport (with +cuda +mpi)")
 
     depends_on("cxx", type="build")
-    depends_on("c", type="build")
+    # The project's C sources (C interface tests and example): where this
+    # spack knows the language (see SPACK_LANGUAGES); spack before that sets
+    # CC for every build anyway.
+    if "c" in SPACK_LANGUAGES:
+        depends_on("c", type="build")
     depends_on("fortran", type="build", when="+fortran")
     depends_on("cmake@3.16:", type="build")
 
@@ -49,6 +73,11 @@ class KokkosMoe(CMakePackage, CudaPackage, ROCmPackage):
     # The Kokkos release lines CI builds and tests (.ci/run): 3.4 (host, and
     # CUDA and HIP compile-and-link, with cmake/patches), 4.5 with Kokkos
     # Kernels 4.5 (Serial) and 5.2 without Kokkos Kernels (OpenMP).
+    # What spack's kokkos recipe can build of them: 3.4.01 in spack up to
+    # 0.23 (its builtin recipe ends at 4.3.01), 4.5.00 and 4.5.01 in current
+    # spack-packages (from 3.7.02 to 5.1.1). Any other line, 5.2 always and
+    # our patched 3.4 (CUDA 12+, Hopper), comes as an external: an installed
+    # Kokkos declared in packages.yaml (docs/building.md).
     depends_on("kokkos@3.4,4.5,5.2")
     depends_on("kokkos-kernels@3.4,4.5", when="+kokkoskernels")
     conflicts("+kokkoskernels", when="^kokkos@5.2",
@@ -60,12 +89,12 @@ class KokkosMoe(CMakePackage, CudaPackage, ROCmPackage):
     depends_on("kokkos+rocm", when="+rocm")
     depends_on("kokkos-kernels+cuda+cublas", when="+cuda+kokkoskernels")
     depends_on("kokkos-kernels+openmp", when="+openmp+kokkoskernels")
-    # CUDA 13: Kokkos 4.0-4.6 do not compile with it; spack's kokkos 3.4 lacks
-    # our patches for CUDA 12+ and Hopper (scripts/deps.sh applies them).
+    # CUDA 13: Kokkos 4.0-4.6 do not compile with it. Kokkos 3.4 needs our
+    # patches for CUDA 12+ and Hopper (scripts/deps.sh applies them), which
+    # spack's kokkos 3.4 lacks; a conflict cannot tell spack's build from an
+    # external patched one, so check_kokkos_34 refuses the former before the
+    # configure step.
     conflicts("^kokkos@4.0:4.6", when="+cuda ^cuda@13:", msg="Kokkos 4.0-4.6 do not compile with CUDA 13")
-    conflicts("^kokkos@3.4", when="+cuda ^cuda@12:",
-              msg="Kokkos 3.4 needs cmake/patches for CUDA 12+: build it with scripts/deps.sh "
-                  "and declare it as an external")
     for arch in CudaPackage.cuda_arch_values:
         # Spack's kokkos maps no arch-specific "90a": Hopper is its 90.
         kokkos_arch = arch[:-1] if arch.endswith("a") else arch
@@ -129,18 +158,36 @@ class KokkosMoe(CMakePackage, CudaPackage, ROCmPackage):
         return args
 
     def _kokkos_cxx(self):
-        """The compiler Kokkos was built with (nvcc_wrapper for CUDA): a
-        property of the kokkos package in current spack, an attribute that
-        its setup_dependent_package set on the spec before."""
+        """The compiler Kokkos was built with (nvcc_wrapper for CUDA): the
+        nvcc_wrapper of an external Kokkos (it has no kokkos-nvcc-wrapper
+        dependency to name it); otherwise a property of the kokkos package in
+        current spack, an attribute that its setup_dependent_package set on
+        the spec before."""
         kokkos = self.spec["kokkos"]
+        wrapper = os.path.join(kokkos.prefix, "bin", "nvcc_wrapper")
+        if kokkos.external and os.path.exists(wrapper):
+            return wrapper
         cxx = getattr(kokkos.package, "kokkos_cxx", None)
         return cxx if cxx else kokkos.kokkos_cxx
 
-    @run_after("install")
-    @on_package_attributes(run_tests=True)
-    def check_install(self):
-        """The unit tests (GoogleTest under CTest) of the build tree."""
+    @run_before("cmake")
+    def check_kokkos_34(self):
+        """CUDA 12+ with Kokkos 3.4 only through our patched build, declared
+        as an external (spack's kokkos 3.4 lacks cmake/patches)."""
+        spec = self.spec
+        if spec.satisfies("+cuda ^kokkos@3.4 ^cuda@12:") and not spec["kokkos"].external:
+            raise InstallError(
+                "Kokkos 3.4 needs cmake/patches for CUDA 12+: build it with scripts/deps.sh "
+                "and declare it as an external (docs/building.md), or take kokkos@5.2")
+
+    def check(self):
+        """The unit tests (GoogleTest under CTest) of the build tree, once:
+        spack runs check after the build when tests are asked for
+        (--test=root)."""
         if not self.spec.satisfies("+tests"):
             return
-        with working_dir(self.build_directory):
+        # The build directory is the builder's: spack 0.22-0.23 call check
+        # on the package (its builder has it), later spack where self has it.
+        build_directory = getattr(self, "build_directory", None) or self.builder.build_directory
+        with working_dir(build_directory):
             ctest("--output-on-failure")
