@@ -416,8 +416,9 @@ int main(int argc, char** argv) {
   // a malformed one.
   try {
     Kokkos::initialize(argc, argv);
-  } catch (...) {
-    report_current_exception(std::cerr, reports_errors);
+  } catch (const std::exception& e) {
+    if (reports_errors)
+      print_error(std::cerr, std::string("a Kokkos option (--kokkos-*) is malformed: ") + e.what());
     return exit_usage;
   }
   int code = 1;
