@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // Command-line cases: the drivers' options (their --help and
-// drivers/DriverArgs.hpp) in random order and form ("--x v", "--x=v"), all
+// drivers/common/CommandLine.hpp) in random order and form ("--x v", "--x=v"), all
 // valid (the run must succeed), with one known defect (it must fail in one
 // line: a missing value, a non-number, a number out of range, an unknown
 // option, preset or choice, a file that is not a trace, ...), or a random
