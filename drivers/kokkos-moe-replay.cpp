@@ -407,6 +407,14 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Kokkos' own options are checked first: Kokkos 4 and 5 abort on a
+  // malformed one.
+  try {
+    check_kokkos_options(argc, argv);
+  } catch (const UsageError& e) {
+    print_error(std::cerr, e.what());
+    return exit_usage;
+  }
 #ifdef KOKKOSMOE_REPLAY_EXPERT_PARALLEL
   // --ep: MPI before Kokkos, finalized after it.
   const MpiRuntime mpi(argc, argv);

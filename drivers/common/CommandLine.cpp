@@ -56,6 +56,47 @@ bool parse_reader(const std::string& text, const std::string& option) {
   throw UsageError(option + ": " + quoted(text) + " is not one of isolated, in-process");
 }
 
+void check_kokkos_options(int argc, char** argv) {
+  struct Option {
+    const char* name;
+    std::int64_t min;
+    bool pair;  // "N[,S]": devices and the first one's stride
+  };
+  static const Option options[] = {
+      {"--kokkos-threads", 1, false}, {"--kokkos-num-threads", 1, false},
+      {"--threads", 1, false},        {"--kokkos-numa", 1, false},
+      {"--numa", 1, false},           {"--kokkos-device-id", 0, false},
+      {"--kokkos-device", 0, false},  {"--device-id", 0, false},
+      {"--device", 0, false},         {"--kokkos-num-devices", 1, true},
+      {"--kokkos-ndevices", 1, true}, {"--num-devices", 1, true},
+      {"--ndevices", 1, true},        {"--kokkos-skip-device", 0, false},
+      {"--skip-device", 0, false},
+  };
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const std::size_t eq = arg.find('=');
+    const std::string name = arg.substr(0, eq);
+    for (const Option& o : options) {
+      if (name != o.name) continue;
+      const std::string what = " (a Kokkos option: " + name + "=INT" + (o.pair ? "[,INT]" : "") +
+                               ", INT >= " + std::to_string(o.min) + ")";
+      if (eq == std::string::npos) throw UsageError(name + " needs a value" + what);
+      const std::string value = arg.substr(eq + 1);
+      const std::size_t comma = o.pair ? value.find(',') : std::string::npos;
+      const auto check = [&](const std::string& text, std::int64_t min) {
+        std::int64_t v = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+        if (text.empty() || text[0] == '-' || text[0] == '+' || ec != std::errc() || ptr != end ||
+            v < min || v > 0x7fffffff)
+          throw UsageError(name + ": " + quoted(value) + " is not valid" + what);
+      };
+      check(value.substr(0, comma), o.min);
+      if (comma != std::string::npos) check(value.substr(comma + 1), 0);
+    }
+  }
+}
+
 bool Args::wants_help() const {
   return std::any_of(args_.begin(), args_.end(),
                      [](const std::string& a) { return a == "--help" || a == "-h"; });

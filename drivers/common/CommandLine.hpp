@@ -45,6 +45,13 @@ std::vector<double> parse_list(const std::string& text, const std::string& optio
 // error instead of a crash or a hang of the driver.
 bool parse_reader(const std::string& text, const std::string& option);
 
+// Kokkos' integer options (threads, NUMA, device id, devices, skipped
+// device) as Kokkos 3.4 to 5.2 spell them, checked before
+// Kokkos::initialize reads them: Kokkos 4 and 5 abort the process on a
+// malformed value, and Kokkos 3.4 reads past an option given without
+// "=INT". Throws a UsageError naming the option.
+void check_kokkos_options(int argc, char** argv);
+
 // Walks argv: "--name value" or "--name=value" options and positionals.
 class Args {
  public:

@@ -96,26 +96,23 @@ void erase_attr(std::vector<Attr>& attrs, const std::string& name) {
 
 // An integer file type that holds v.
 hid_t int_type_for(Rng& rng, std::int64_t v) {
-  struct T {
-    hid_t type;
-    std::int64_t lo, hi;
-  };
   const std::int64_t max = std::numeric_limits<std::int64_t>::max();
-  const std::vector<T> types = {
-      {H5T_STD_I8LE, -128, 127},
-      {H5T_STD_U8LE, 0, 255},
-      {H5T_STD_I16BE, -32768, 32767},
-      {H5T_STD_U16LE, 0, 65535},
-      {H5T_STD_I32LE, INT32_MIN, INT32_MAX},
-      {H5T_STD_I32BE, INT32_MIN, INT32_MAX},
-      {H5T_STD_U32LE, 0, UINT32_MAX},
-      {H5T_STD_I64LE, INT64_MIN, max},
-      {H5T_STD_I64BE, INT64_MIN, max},
-      {H5T_STD_U64LE, 0, max},
-  };
   std::vector<hid_t> fit;
-  for (const T& t : types)
-    if (v >= t.lo && v <= t.hi) fit.push_back(t.type);
+  // (Calls, not a braced table: HDF5's type names are macros that call
+  // H5open(), which some compilers' front ends misparse inside braces.)
+  const auto add = [&](hid_t type, std::int64_t lo, std::int64_t hi) {
+    if (v >= lo && v <= hi) fit.push_back(type);
+  };
+  add(H5T_STD_I8LE, -128, 127);
+  add(H5T_STD_U8LE, 0, 255);
+  add(H5T_STD_I16BE, -32768, 32767);
+  add(H5T_STD_U16LE, 0, 65535);
+  add(H5T_STD_I32LE, INT32_MIN, INT32_MAX);
+  add(H5T_STD_I32BE, INT32_MIN, INT32_MAX);
+  add(H5T_STD_U32LE, 0, UINT32_MAX);
+  add(H5T_STD_I64LE, INT64_MIN, max);
+  add(H5T_STD_I64BE, INT64_MIN, max);
+  add(H5T_STD_U64LE, 0, max);
   return rng.pick(fit);
 }
 
