@@ -2,11 +2,11 @@
 // kokkos-moe-replay --ep: the replay loop on the ranks (ReplayExpertParallel.hpp).
 #include "ReplayExpertParallel.hpp"
 
-#include <KokkosMoE/KokkosMoE_Reference.hpp>
 #include <KokkosMoE/KokkosMoE_TraceSynth.hpp>
 
 #include "ErrorModel.hpp"
 #include "MpiRuntime.hpp"
+#include "ReferenceCheck.hpp"
 #include "ReplayInputs.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -75,14 +75,10 @@ EpLayerReport replay_layer_expert_parallel(const ExpertParallelRun& run, const S
       expected("expected", per_rank, s.hidden);
   typename layer_type::ids_view ids("ids", per_rank, k);
   typename layer_type::weights_view rw("routing_weights", per_rank, k);
-  ErrorModel model;
   // Each expert's result is rounded to the storage type before the combine
   // (exact for fp32): the model counts the storage type's rounding twice.
-  const double roundings = std::is_same<token_type_t<Scalar>, float>::value ? 1 : 2;
-  model.storage_epsilon = roundings * ScalarTraits<Scalar>::epsilon;
-  model.weight_epsilon = weight_rounding<Scalar>();
-  model.floor = reference_tolerance<Scalar>();
-  model.hidden = s.hidden, model.ffn = s.ffn, model.top_k = k;
+  const ErrorModel model =
+      replay_error_model<Scalar>(s, std::is_same<token_type_t<Scalar>, float>::value ? 1 : 2);
   RowCheck worst{0, model.floor};
   EpCheck mine_check;
   std::vector<ExpertParallelTimes> times;
@@ -116,24 +112,12 @@ EpLayerReport replay_layer_expert_parallel(const ExpertParallelRun& run, const S
                                            scale > 0 ? diff / scale : diff);
     }
     mine_check.values += double(n * s.hidden);
-    // Up to 16 tokens of the slice against float64, as a one-device --check.
-    const std::int64_t S = std::min<std::int64_t>(16, n);
-    std::vector<int> sample;
-    for (std::int64_t i = 0; i < S; ++i) sample.push_back(int(i * n / S));
-    Kokkos::View<int*, Memory> tokens("tokens", sample.size());
-    Kokkos::deep_copy(tokens, Kokkos::View<int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
-                                  sample.data(), sample.size()));
-    Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> rss;
-    // (The ranks' layers quantise their activations as the single-device
-    // one does: the same backend, storage type and shapes.)
-    auto ref = reference_experts<Space, Scalar>(Space(), full, x, ids, rw, tokens, &rss,
-                                                single->quantizes_activations());
-    std::vector<double> row(std::size_t(s.hidden));
-    for (std::size_t i = 0; i < sample.size(); ++i) {
-      for (std::int64_t col = 0; col < s.hidden; ++col)
-        row[std::size_t(col)] = double(Impl::to_float(h_out(sample[i], col)));
-      worst = worse(worst, check_row(row.data(), &ref(i, 0), &rss(i, 0), row.size(), model));
-    }
+    // A sample of the slice against float64, as a one-device --check. (The
+    // ranks' layers quantise their activations as the single-device one
+    // does: the same backend, storage type and shapes.)
+    const std::vector<int> sample = check_sample(n);
+    worst = check_against_reference(full, x, ids, rw, h_out, sample,
+                                    single->quantizes_activations(), model, worst);
     mine_check.tokens += double(sample.size());
   }
 

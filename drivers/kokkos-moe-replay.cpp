@@ -10,7 +10,6 @@
 // (ReplayExpertParallel.hpp).
 #include <KokkosMoE/KokkosMoE_ErrorText.hpp>
 #include <KokkosMoE/KokkosMoE_Layer.hpp>
-#include <KokkosMoE/KokkosMoE_Reference.hpp>
 #include <KokkosMoE/KokkosMoE_Trace.hpp>
 #include <KokkosMoE/KokkosMoE_TraceSynth.hpp>
 #include <KokkosMoE/KokkosMoE_WorkGraph.hpp>
@@ -18,6 +17,7 @@
 #include "CommandLine.hpp"
 #include "DeterminismCheck.hpp"
 #include "ErrorModel.hpp"
+#include "ReferenceCheck.hpp"
 #include "ModelPresets.hpp"
 #include "ReplayInputs.hpp"
 #include "ReplayReport.hpp"
@@ -231,11 +231,7 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
   LayerReport r;
   r.index = tl.index;
   r.load = expert_load_stats(trace, tl, T);
-  ErrorModel model;
-  model.storage_epsilon = ScalarTraits<Scalar>::epsilon;
-  model.weight_epsilon = weight_rounding<Scalar>();
-  model.floor = reference_tolerance<Scalar>();
-  model.hidden = s.hidden, model.ffn = s.ffn, model.top_k = k;
+  const ErrorModel model = replay_error_model<Scalar>(s);
   RowCheck worst{0, model.floor};
   const int repeat = o.repeat > 0 ? o.repeat : (on_host ? 3 : 20);
   const int warmup = o.warmup >= 0 ? o.warmup : (on_host ? 1 : 3);
@@ -281,26 +277,11 @@ LayerReport replay_layer(const Options& o, const Shape& s, const Trace& trace, c
       r.add_tiles(used, plan.tile_rows, n * k);
     }
 
-    // Up to 16 tokens per batch, spread over it.
-    std::vector<int> sample;
-    for (std::int64_t i = 0; i < std::min<std::int64_t>(16, n); ++i)
-      sample.push_back(int(i * n / std::min<std::int64_t>(16, n)));
+    const std::vector<int> sample = check_sample(n);
     if (o.check) {
-      // The sample against float64; each row within the tolerance of its
-      // own error bound (ErrorModel.hpp).
-      Kokkos::View<int*, Memory> tokens("tokens", sample.size());
-      Kokkos::deep_copy(tokens, Kokkos::View<int*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(
-                                    sample.data(), sample.size()));
-      Kokkos::View<double**, Kokkos::LayoutRight, Kokkos::HostSpace> rss;
-      auto ref = reference_experts<Space, Scalar>(Space(), w, x, ids, rw, tokens, &rss,
-                                                  layer.quantizes_activations());
-      auto host_out = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
-      std::vector<double> row(std::size_t(s.hidden));
-      for (std::size_t i = 0; i < sample.size(); ++i) {
-        for (std::int64_t c = 0; c < s.hidden; ++c)
-          row[c] = double(Impl::to_float(host_out(sample[i], c)));
-        worst = worse(worst, check_row(row.data(), &ref(i, 0), &rss(i, 0), row.size(), model));
-      }
+      const auto host_out = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+      worst = check_against_reference(w, x, ids, rw, host_out, sample,
+                                      layer.quantizes_activations(), model, worst);
       r.checked_tokens += std::int64_t(sample.size());
     }
     // Last: it leaves the layer after a batch of one.
@@ -372,8 +353,8 @@ int replay(const Options& o, const Trace& trace, const Shape& s) {
       report.layers.push_back(replay_layer<Scalar>(o, s, trace, tl, report.tokens, report.batch));
     } catch (const std::exception& e) {
       if (!is_allocation_failure(e)) throw;
-      throw std::runtime_error(allocation_failure(s.experts, s.top_k, s.hidden, s.ffn, report.batch,
-                                                  report.dtype, weight_value_bytes<Scalar>(),
+      throw std::runtime_error(allocation_failure(s, report.batch, report.dtype,
+                                                  weight_value_bytes<Scalar>(),
                                                   token_value_bytes<Scalar>(), tl.index, e));
     }
   }

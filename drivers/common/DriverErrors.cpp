@@ -70,14 +70,15 @@ std::string human_bytes(double bytes) {
   return text;
 }
 
-std::string allocation_failure(int experts, int top_k, std::int64_t hidden, std::int64_t ffn,
-                               std::int64_t batch, const std::string& dtype, double weight_bytes,
-                               double token_bytes, int layer, const std::exception& e) {
-  const double weights = 3.0 * experts * double(hidden) * double(ffn) * weight_bytes;
-  const double tokens = double(batch) * double(top_k) * double(std::max(hidden, ffn)) * token_bytes;
+std::string allocation_failure(const Shape& s, std::int64_t batch, const std::string& dtype,
+                               double weight_bytes, double token_bytes, int layer,
+                               const std::exception& e) {
+  const double weights = 3.0 * s.experts * double(s.hidden) * double(s.ffn) * weight_bytes;
+  const double tokens = double(batch) * double(s.top_k) * double(std::max(s.hidden, s.ffn)) *
+                        token_bytes;
   return "out of memory replaying layer " + std::to_string(layer) +
-         " with E=" + std::to_string(experts) + " k=" + std::to_string(top_k) +
-         " H=" + std::to_string(hidden) + " F=" + std::to_string(ffn) + ", " + dtype +
+         " with E=" + std::to_string(s.experts) + " k=" + std::to_string(s.top_k) +
+         " H=" + std::to_string(s.hidden) + " F=" + std::to_string(s.ffn) + ", " + dtype +
          ", batches of " + std::to_string(batch) +
          " tokens (expert weights 3 x E x F x H = " + human_bytes(weights) +
          ", activations batch x k x max(H, F) = " + human_bytes(tokens) +

@@ -4,6 +4,8 @@
 #ifndef KOKKOSMOE_DRIVER_DRIVERERRORS_HPP
 #define KOKKOSMOE_DRIVER_DRIVERERRORS_HPP
 
+#include "ModelPresets.hpp"
+
 #include <cstdint>
 #include <exception>
 #include <ostream>
@@ -44,9 +46,9 @@ std::string human_bytes(double bytes);
 // A failed allocation of a replay in one line, with the sizes that asked
 // for it (the model shape, the batch and the storage type decide them;
 // Kokkos' own text names only the view).
-std::string allocation_failure(int experts, int top_k, std::int64_t hidden, std::int64_t ffn,
-                               std::int64_t batch, const std::string& dtype, double weight_bytes,
-                               double token_bytes, int layer, const std::exception& e);
+std::string allocation_failure(const Shape& s, std::int64_t batch, const std::string& dtype,
+                               double weight_bytes, double token_bytes, int layer,
+                               const std::exception& e);
 
 }  // namespace Driver
 }  // namespace KokkosMoE

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 namespace KokkosMoE {
 namespace Driver {
@@ -46,6 +47,13 @@ RowCheck check_row(const double* out, const double* ref, const double* rss, std:
 }
 
 RowCheck worse(const RowCheck& a, const RowCheck& b) { return b.ratio() > a.ratio() ? b : a; }
+
+std::vector<int> check_sample(std::int64_t n) {
+  const std::int64_t size = std::min<std::int64_t>(16, n);
+  std::vector<int> sample;
+  for (std::int64_t i = 0; i < size; ++i) sample.push_back(int(i * n / size));
+  return sample;
+}
 
 }  // namespace Driver
 }  // namespace KokkosMoE

@@ -49,6 +49,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace KokkosMoE {
 namespace Driver {
@@ -87,6 +88,9 @@ RowCheck check_row(const double* out, const double* ref, const double* rss, std:
 
 // The row that decides: the larger error / tolerance.
 RowCheck worse(const RowCheck& a, const RowCheck& b);
+
+// The tokens a check compares: up to 16 of a batch's n, spread over it.
+std::vector<int> check_sample(std::int64_t n);
 
 }  // namespace Driver
 }  // namespace KokkosMoE
