@@ -11,35 +11,6 @@
 namespace KokkosMoE {
 namespace Driver {
 
-namespace {
-// The control characters of `line` escaped: C0 and DEL as \xNN, and the
-// UTF-8 encodings of C1 controls and of the bidirectional controls as \uNNNN.
-std::string escape_controls(const std::string& line) {
-  std::string out;
-  char buf[16];
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const auto c = static_cast<unsigned char>(line[i]);
-    const auto next = [&](std::size_t j) {
-      return i + j < line.size() ? static_cast<unsigned char>(line[i + j]) : 0u;
-    };
-    if (c < 0x20 || c == 0x7f) {
-      std::snprintf(buf, sizeof buf, "\\x%02x", c);
-      out += buf;
-    } else if (c == 0xc2 && next(1) >= 0x80 && next(1) <= 0x9f) {
-      std::snprintf(buf, sizeof buf, "\\u%04x", next(1));
-      out += buf, ++i;
-    } else if (c == 0xe2 && ((next(1) == 0x80 && next(2) >= 0xa8 && next(2) <= 0xae) ||
-                             (next(1) == 0x81 && next(2) >= 0xa6 && next(2) <= 0xa9))) {
-      std::snprintf(buf, sizeof buf, "\\u%04x", 0x2000 + (next(1) - 0x80) * 64 + (next(2) - 0x80));
-      out += buf, i += 2;
-    } else {
-      out += char(c);
-    }
-  }
-  return out;
-}
-}  // namespace
-
 void print_error(std::ostream& err, const std::string& message) {
   err << "error: " << escape_controls(one_line_message(message.c_str())) << "\n";
 }

@@ -33,8 +33,9 @@ struct HelpRequested {};
 int report_current_exception(std::ostream& err, bool print = true);
 
 // Prints "error: <message>" on `err`: the message's first paragraph on one
-// line, with the control characters left in it escaped (\x1b, \u009b,
-// \u202e), so that no text quoted in it acts on the terminal.
+// line, with the control characters left in it escaped (escape_controls:
+// \x1b, \u009b, \u202e), so that no text quoted in it acts on the
+// terminal.
 void print_error(std::ostream& err, const std::string& message);
 
 // 'text' quoted for a message: escaped as file content is (printable_text).

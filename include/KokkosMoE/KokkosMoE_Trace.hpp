@@ -110,6 +110,11 @@ void validate_trace(const Trace& trace, const std::string& where);
 // `note` through it.
 std::string printable_text(std::string_view text, std::size_t max_chars = 120);
 
+// The same escapes for control characters and bytes that are not UTF-8, but
+// backslashes left as they are and no cut: for a whole message that may
+// quote text already made printable (the drivers' error lines).
+std::string escape_controls(std::string_view text);
+
 }  // namespace KokkosMoE
 
 #endif

@@ -48,9 +48,9 @@ bool invisible_control(std::uint32_t c) {
          (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
 }
 
-}  // namespace
-
-std::string printable_text(std::string_view text, std::size_t max_chars) {
+// printable_text, or with `backslash` false escape_controls (which leaves
+// backslashes, so that text made printable before stays as it is).
+std::string escaped(std::string_view text, std::size_t max_chars, bool backslash) {
   std::string out;
   std::size_t chars = 0;  // characters (code points) in out
   char buffer[16];
@@ -67,7 +67,7 @@ std::string printable_text(std::string_view text, std::size_t max_chars) {
       piece = "\\t", piece_chars = 2;
     } else if (d.code == '\r') {
       piece = "\\r", piece_chars = 2;
-    } else if (d.code == '\\') {
+    } else if (d.code == '\\' && backslash) {
       piece = "\\\\", piece_chars = 2;
     } else if (d.code < 0x20 || d.code == 0x7f) {
       std::snprintf(buffer, sizeof buffer, "\\x%02x", static_cast<unsigned>(d.code));
@@ -87,6 +87,16 @@ std::string printable_text(std::string_view text, std::size_t max_chars) {
     i += d.length == 0 ? 1 : d.length;
   }
   return out;
+}
+
+}  // namespace
+
+std::string printable_text(std::string_view text, std::size_t max_chars) {
+  return escaped(text, max_chars, true);
+}
+
+std::string escape_controls(std::string_view text) {
+  return escaped(text, std::string::npos, false);
 }
 
 }  // namespace KokkosMoE

@@ -8,6 +8,7 @@
 
 namespace {
 
+using KokkosMoE::escape_controls;
 using KokkosMoE::printable_text;
 
 TEST(TraceText, PlainTextIsUnchanged) {
@@ -60,6 +61,14 @@ TEST(TraceText, LongTextIsCutWithItsSize) {
   EXPECT_EQ(printable_text("\xc3\xa9\xc3\xa9\xc3\xa9", 2), "\xc3\xa9\xc3\xa9\xe2\x80\xa6(6 bytes)");
   // No limit.
   EXPECT_EQ(printable_text(long_text, std::string::npos), long_text);
+}
+
+// escape_controls: printable_text's escapes but backslashes, and no cut.
+TEST(TraceText, EscapeControlsLeavesBackslashesAndLength) {
+  EXPECT_EQ(escape_controls("already \\x1b and \\n escaped"), "already \\x1b and \\n escaped");
+  EXPECT_EQ(escape_controls("\x1b[2J\n\xc2\x9b\xe2\x80\xae\xff"), "\\x1b[2J\\n\\u009b\\u202e\\xff");
+  const std::string long_text(500, 'a');
+  EXPECT_EQ(escape_controls(long_text), long_text);
 }
 
 }  // namespace
