@@ -93,6 +93,10 @@
 //                     multiplies from memory (a thread that streams the
 //                     weights itself: the host's decode fragment)
 //
+// Team schedule (optional)
+//   schedule          a Kokkos::Schedule for the kernels' TeamPolicy
+//                     (default: Kokkos' own, static)
+//
 // Team scratch level (optional)
 //   static constexpr int scratch_level  the level of team scratch the
 //                     kernels and the fragment's tiles take (default 0; 1:
