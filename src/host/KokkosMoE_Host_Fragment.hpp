@@ -15,7 +15,7 @@
 //     of tokens, 2 NB independent FMAs per k; the block is loaded and
 //     stored once per K step of 32.
 //   HostDotFragment (small tiles: decode, up to 8 tokens per expert) holds
-//     the token tile as in memory, [row][k], K steps of 2048 deep, reads the
+//     the token tile as in memory, [row][k], K steps of 4096 deep, reads the
 //     weights where they lie in memory (weights_in_place: no copy into
 //     scratch; 16-bit weights widened in registers, or with AVX-512 BF16
 //     bfloat16 weights and tokens multiplied as pairs) a few rows at a time
@@ -224,14 +224,14 @@ struct HostPanelFragment
 
 template <class ExecutionSpace, int TileN>
 struct HostDotFragment
-    : HostFragmentBase<HostDotFragment<ExecutionSpace, TileN>, ExecutionSpace, 2048, 1> {
-  // K steps of 2048: each weight row is read in runs of 4 or 8 KiB, which
-  // the hardware prefetcher follows without software prefetches (with runs
-  // of 256, 16 rows at a time, one core read at about half the rate of one
-  // sequential stream, and software prefetches did not close it). The
-  // token tile, 8 x 2048 floats, exceeds the host backends' 32 KiB of
-  // level-0 scratch: level 1.
-  using base = HostFragmentBase<HostDotFragment, ExecutionSpace, 2048, 1>;
+    : HostFragmentBase<HostDotFragment<ExecutionSpace, TileN>, ExecutionSpace, 4096, 1> {
+  // K steps of 4096: each weight row is read in runs of 8 or 16 KiB (whole
+  // rows where K is at most 4096), which the hardware prefetcher follows
+  // without software prefetches (with runs of 256, 16 rows at a time, one
+  // core read at about half the rate of one sequential stream, and
+  // software prefetches did not close it). The token tile, 8 x 4096
+  // floats, exceeds the host backends' 32 KiB of level-0 scratch: level 1.
+  using base = HostFragmentBase<HostDotFragment, ExecutionSpace, 4096, 1>;
   using typename base::tile;
   using vfloat = host_vector::vfloat;
   static constexpr int tile_m = 8, tile_n = TileN, tile_k = base::tile_k;
@@ -399,14 +399,15 @@ struct HostDotFragment
 // of 64 columns for gate/up (gate and up: 128 rows of weights to a token
 // tile) and 128 for down, the same weights per token tile; token tiles of
 // 32 rows (large), 16 (medium: experts of fewer rows, whose 32-row tiles
-// would be half zeros) and 8 for decode (small), whose weight tiles are 8 and
-// 16 rows.
+// would be half zeros) and 8 for decode (small), whose weight tiles are 16
+// and 32 rows (a team's fixed costs, loading its token tile and adding up
+// its sums, spread over more weights).
 template <class ExecutionSpace, TileSize Size>
 struct DefaultFragment<ExecutionSpace, Size,
                        std::enable_if_t<Kokkos::SpaceAccessibility<
                            Kokkos::HostSpace, typename ExecutionSpace::memory_space>::accessible>> {
   using type =
-      std::conditional_t<Size == TileSize::small, HostDotFragment<ExecutionSpace, 8>,
+      std::conditional_t<Size == TileSize::small, HostDotFragment<ExecutionSpace, 16>,
                          HostPanelFragment<ExecutionSpace, Size == TileSize::medium ? 16 : 32, 64>>;
 };
 template <class ExecutionSpace, class Scalar, TileSize Size>
@@ -415,7 +416,7 @@ struct DefaultDownFragment<
     std::enable_if_t<Kokkos::SpaceAccessibility<
         Kokkos::HostSpace, typename ExecutionSpace::memory_space>::accessible>> {
   using type = std::conditional_t<
-      Size == TileSize::small, HostDotFragment<ExecutionSpace, 16>,
+      Size == TileSize::small, HostDotFragment<ExecutionSpace, 32>,
       HostPanelFragment<ExecutionSpace, Size == TileSize::medium ? 16 : 32, 128>>;
 };
 
