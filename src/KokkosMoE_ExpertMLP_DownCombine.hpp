@@ -137,7 +137,8 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
     }
     base::template load_tile<BM>(
         ld, base::stage(t.hs, b, BM), w.rows, depth,
-        [&](int r) { return h0 + std::int64_t(r) * F + k0; }, aligned, first_use);
+        [&](int r) { return h0 + std::int64_t(r) * F + k0; }, aligned,
+        base::zero_token_rows(first_use));
     base::template load_weights<BN>(ld, base::stage(t.ds, base::weight_buffer(b), BN),
                                     base::staged_stage(t.staged, b, BN), from.down, cols, k0, depth,
                                     aligned, first_use);

@@ -176,7 +176,8 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
     }
     base::template load_tile<BM>(
         ld, base::stage(t.xs, b, BM), w.rows, depth,
-        [&](int r) { return x0 + std::int64_t(tokens[r]) * H + k0; }, aligned, first_use);
+        [&](int r) { return x0 + std::int64_t(tokens[r]) * H + k0; }, aligned,
+        base::zero_token_rows(first_use));
     const int wb = base::weight_buffer(b);
     base::template load_weights<BN>(ld, base::stage(t.ws, 2 * wb, BN),
                                     base::staged_stage(t.staged, 2 * b, BN), from.gate, cols, k0,

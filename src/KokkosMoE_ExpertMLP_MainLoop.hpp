@@ -94,6 +94,12 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   // none where read in place.
   static constexpr int weight_buffers = weights_in_place ? 0 : stages_weights ? 2 : S;
   static_assert(!stages_weights || S % 2 == 0, "staged weights: an even number of stages");
+  // Whether a token tile's rows past the item's are zeroed on the tile's
+  // first use: not where the fragment reads weights in place, which
+  // multiplies and stores only the item's rows (InPlaceWeights::tokens).
+  KOKKOS_INLINE_FUNCTION static constexpr bool zero_token_rows(bool first_use) {
+    return first_use && !weights_in_place;
+  }
   // Tensor copies cannot convert: block-scaled weights need fragments
   // whose threads load (the kernels' bulk paths count sizeof(Scalar) bytes).
   static_assert(!is_block_scaled<Scalar>::value || frag::producer_threads == 0 || multiplies_codes,

@@ -13,14 +13,27 @@
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace KokkosMoE {
 namespace Impl {
 
+// The kernels' TeamPolicy: with the fragment's optional `schedule` (a
+// Kokkos::Schedule) where it has one, else Kokkos' default (static).
+template <class ExecutionSpace, class Frag, class = void>
+struct ExpertTilePolicy {
+  using type = Kokkos::TeamPolicy<ExecutionSpace, typename Frag::launch_bounds>;
+};
+template <class ExecutionSpace, class Frag>
+struct ExpertTilePolicy<ExecutionSpace, Frag, std::void_t<typename Frag::schedule>> {
+  using type =
+      Kokkos::TeamPolicy<ExecutionSpace, typename Frag::launch_bounds, typename Frag::schedule>;
+};
+
 template <class ExecutionSpace, class Frag>
 struct ExpertTileSchedule {
   using memory_space = typename ExecutionSpace::memory_space;
-  using policy = Kokkos::TeamPolicy<ExecutionSpace, typename Frag::launch_bounds>;
+  using policy = typename ExpertTilePolicy<ExecutionSpace, Frag>::type;
   static constexpr int BN = Frag::tile_n, BK = Frag::tile_k;
 
   DispatchPlan<memory_space> plan;

@@ -97,6 +97,10 @@
 //                     multiplies from memory (a thread that streams the
 //                     weights itself: the host's decode fragment)
 //
+// Team schedule (optional)
+//   schedule          a Kokkos::Schedule for the kernels' TeamPolicy
+//                     (default: Kokkos' own, static)
+//
 // Team scratch level (optional)
 //   static constexpr int scratch_level  the level of team scratch the
 //                     kernels and the fragment's tiles take (default 0; 1:
@@ -254,7 +258,9 @@ struct is_fragment : std::integral_constant<bool, fragment_contract::holds<F, Sc
 // weights in place (reads_weights_in_place): rows [0, rows) of `ld`
 // elements, from the step's first column, `depth` columns deep; the tile's
 // other rows and columns are not to be read. `tokens` of the token tile's
-// rows are stored; the products of the others (zero rows) may be skipped.
+// rows are loaded and stored; the others are not loaded (they hold
+// anything): the fragment neither multiplies them into stored outputs nor
+// hands their outputs to store.
 template <class Scalar>
 struct InPlaceWeights {
   const Scalar* first;

@@ -4,6 +4,7 @@
 #ifndef KOKKOSMOE_TESTFRAGMENT_HPP
 #define KOKKOSMOE_TESTFRAGMENT_HPP
 
+#include "KokkosMoE_FragmentContract.hpp"
 #include "TestRandom.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -25,7 +26,7 @@ void fragment_mma(const View& a, const View& b, const View& c, int team_size) {
   const std::size_t bytes = frag::operand_bytes(M) + frag::operand_bytes(N) +
                             frag::accumulator_bytes();
   Kokkos::parallel_for(
-      policy(1, team_size).set_scratch_size(0, Kokkos::PerTeam(bytes)),
+      policy(1, team_size).set_scratch_size(Impl::scratch_level<frag>(), Kokkos::PerTeam(bytes)),
       KOKKOS_LAMBDA(const typename policy::member_type& m) {
         const typename frag::tile as = frag::operand(m, M), bs = frag::operand(m, N);
         typename frag::accumulator_type cs = frag::accumulator(m);

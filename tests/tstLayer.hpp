@@ -53,6 +53,10 @@ const Case cases[] = {
     // Decode tiles with 1 to 8 and more rows per expert (7 on average), K
     // and N past the last whole vector and tile.
     {"decode_tiles_partly_filled", 8, 2, 300, 45, 28, 8},
+    // Decode tiles over more than one of the host's 4096-deep K steps, the
+    // last one past the last whole vector: gate/up's K (H), then down's (F).
+    {"decode_two_k_steps_gate_up", 2, 2, 4200, 40, 3, 2},
+    {"decode_two_k_steps_down", 2, 2, 40, 4200, 3, 2},
     // The layer's other tile shapes: 40 and 600 rows per expert.
     {"medium_tiles", 2, 1, 70, 90, 80, 2},
     {"large_tiles", 1, 1, 40, 72, 600, 1},

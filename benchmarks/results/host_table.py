@@ -14,7 +14,9 @@ replaced, those of other builds kept): the
 median time, the floor from the ceilings the same run measured (copy
 bandwidth, sgemm rate: the run's context), the fraction of the floor, the
 fraction of the cores' multiply-add peak (measured in the same run), and
-the run's CPU, flags, date, command and commit (and --raw-runs, where the
+the shortest and longest repetition and their count (time_ms_min,
+time_ms_max, repetitions: the spread, where the run has repetitions), the
+run's CPU, flags, date, command and commit (and --raw-runs, where the
 run's Google Benchmark JSON is kept: "raw_runs"; {run} in it is replaced by
 the run file's name). The table of the given runs goes to stdout.
 
@@ -43,6 +45,19 @@ def medians(run):
     return out
 
 
+def spreads(run):
+    """The shortest and longest repetition of each benchmark, in ms, and how
+    many repetitions ran (runs with repetitions and not only aggregates)."""
+    out = {}
+    for b in run["benchmarks"]:
+        if b.get("run_type") != "iteration" or "repetition_index" not in b:
+            continue
+        t = b["real_time"] * TO_MS[b["time_unit"]]
+        lo, hi, n = out.get(b["run_name"].replace("/manual_time", ""), (t, t, 0))
+        out[b["run_name"].replace("/manual_time", "")] = (min(lo, t), max(hi, t), n + 1)
+    return out
+
+
 def git_commit():
     return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, capture_output=True,
                           text=True, check=True).stdout.strip()
@@ -63,6 +78,7 @@ def records(run, commit):
         # The machine's load when the run began (other work skews the times).
         "loadavg_at_start": float(ctx["loadavg_at_start"].split()[0]),
     }
+    spread = spreads(run)
     for name, b in medians(run).items():
         m = NAME.match(name)
         if not m:
@@ -84,6 +100,8 @@ def records(run, commit):
             "bytes": b["bytes"],
             "flops": b["flops"],
         }
+        if spread.get(name, (0, 0, 0))[2] > 1:
+            rec["time_ms_min"], rec["time_ms_max"], rec["repetitions"] = spread[name]
         if "fraction_of_fma_peak" in b:
             rec["fraction_of_fma_peak"] = b["fraction_of_fma_peak"]
         if "rel_err_vs_ours" in b:
@@ -154,7 +172,13 @@ def ms(v):
 
 
 def cell(r):
-    return f"{ms(r['time_ms'])} ({r['fraction_of_floor']:.1%})" if r else "-"
+    """The median (its fraction of the floor), and where the record has them,
+    the spread of the repetitions: (longest - shortest) / median."""
+    if not r:
+        return "-"
+    spread = (f", ±{(r['time_ms_max'] - r['time_ms_min']) / 2 / r['time_ms']:.0%}"
+              if "time_ms_min" in r else "")
+    return f"{ms(r['time_ms'])} ({r['fraction_of_floor']:.1%}{spread})"
 
 
 def records_ceilings_line(recs, n):

@@ -15,12 +15,14 @@
 //     of tokens, 2 NB independent FMAs per k; the block is loaded and
 //     stored once per K step of 32.
 //   HostDotFragment (small tiles: decode, up to 8 tokens per expert) holds
-//     the token tile as in memory, [row][k], reads the weights where they lie
-//     in memory (weights_in_place: no copy into scratch; 16-bit weights
-//     widened in registers) and sums dot products over k in vectors of
-//     partial sums, added up once when stored: one FMA per `lanes` weights
-//     and token, only for the tokens the tile holds, so that reading the
-//     weights stays the limit.
+//     the token tile as in memory, [row][k], K steps of 4096 deep, reads the
+//     weights where they lie in memory (weights_in_place: no copy into
+//     scratch; 16-bit weights widened in registers, or with AVX-512 BF16
+//     bfloat16 weights and tokens multiplied as pairs) a few rows at a time
+//     over the whole step, and sums dot products over k in vectors of
+//     partial sums, added up once when stored: one multiply-add per vector
+//     of weights and token, only for the tokens the tile holds, so that
+//     reading the weights stays the limit.
 // The token tile's layout is what distinguishes an operand tile of the
 // panel fragment: it has tile_m rows, a weight tile tile_n (never equal).
 #ifndef KOKKOSMOE_HOST_FRAGMENT_HPP
@@ -41,19 +43,25 @@ namespace KokkosMoE {
 namespace Impl {
 
 // What both host fragments share: one-thread teams, float tiles in team
-// scratch (TileK deep), accumulators outside it. Derived supplies
+// scratch of ScratchLevel (TileK deep), accumulators outside it. Derived supplies
 // accumulator_type, tile_m, tile_n, multiply(a, b, acc) (one tile pair)
 // and run<R>(acc, m, n) (R columns of row m from its layout).
-template <class Derived, class ExecutionSpace, int TileK>
+template <class Derived, class ExecutionSpace, int TileK, int ScratchLevel = 0>
 struct HostFragmentBase {
   using scratch_space = typename ExecutionSpace::scratch_memory_space;
   using tile = Kokkos::View<float**, Kokkos::LayoutRight, scratch_space,
                             Kokkos::MemoryTraits<Kokkos::Unmanaged>>;
   using operand_type = float;
   using launch_bounds = Kokkos::LaunchBounds<>;
+  // Teams taken as threads free up: the kernels launch an upper bound of
+  // tiles whose surplus teams return at once, and split statically the
+  // surplus fell to the last threads (at 8 tokens on 2 threads, one thread
+  // did 15 % of the multiplies).
+  using schedule = Kokkos::Schedule<Kokkos::Dynamic>;
 
   static constexpr int tile_k = TileK;
   static constexpr int operand_stride = TileK;
+  static constexpr int scratch_level = ScratchLevel;
   // One thread loads a step and then multiplies it: no second buffer.
   static constexpr int stages = 1;
   static constexpr int mma_in_flight = 0;
@@ -70,7 +78,7 @@ struct HostFragmentBase {
   }
   template <class Member>
   static tile operand(const Member& member, int rows) {
-    return tile(member.team_scratch(0), rows, operand_stride);
+    return tile(member.team_scratch(ScratchLevel), rows, operand_stride);
   }
   static std::size_t operand_bytes(int rows) { return tile::shmem_size(rows, operand_stride); }
   static std::size_t accumulator_bytes() { return 0; }  // on the stack
@@ -102,11 +110,13 @@ struct HostFragmentBase {
   static void mma_nt(const Member&, const tile& a, Pairs&&... b_acc) {
     multiply_pairs(a.data(), b_acc...);
   }
-  // Runs of up to 16 columns of a row (run_of), as Derived's layout holds them.
+  // Runs of up to 16 columns of a row (run_of), as Derived's layout holds
+  // them, for the rows that hold products (Derived::rows_of).
   template <int Width, class Member, class F, class Acc, class... More>
   static void store(const Member&, const F& f, const Acc& acc0, const More&... acc) {
     constexpr int R = run_of<Width, Derived::tile_n>();
-    for (int m = 0; m < Derived::tile_m; ++m)
+    const int rows = Derived::rows_of(acc0);
+    for (int m = 0; m < rows; ++m)
       for (int n = 0; n < Derived::tile_n; n += R)
         f(m, n, Derived::template run<R>(acc0, m, n), Derived::template run<R>(acc, m, n)...);
   }
@@ -121,7 +131,7 @@ struct HostFragmentBase {
   template <class Scalar, class Acc, class... Rest>
   static void multiply_pairs(const float* a, const InPlaceWeights<Scalar>& b, Acc& acc,
                              Rest&&... rest) {
-    Derived::multiply_in_place(a, b, acc.v);
+    Derived::multiply_in_place(a, b, acc);
     multiply_pairs(a, rest...);
   }
 
@@ -160,6 +170,7 @@ struct HostPanelFragment
   static float* element(const tile& t, int r, int c) {
     return t.extent_int(0) == tile_m ? t.data() + c * tile_m + r : t.data() + r * tile_k + c;
   }
+  static constexpr int rows_of(const accumulator_type&) { return tile_m; }
   // R columns of row m, gathered from the [n][m] layout.
   template <int R>
   static ColumnRun<R> run(const accumulator_type& acc, int m, int n) {
@@ -213,23 +224,33 @@ struct HostPanelFragment
 
 template <class ExecutionSpace, int TileN>
 struct HostDotFragment
-    : HostFragmentBase<HostDotFragment<ExecutionSpace, TileN>, ExecutionSpace, 256> {
-  using base = HostFragmentBase<HostDotFragment, ExecutionSpace, 256>;
+    : HostFragmentBase<HostDotFragment<ExecutionSpace, TileN>, ExecutionSpace, 4096, 1> {
+  // K steps of 4096: each weight row is read in runs of 8 or 16 KiB (whole
+  // rows where K is at most 4096), which the hardware prefetcher follows
+  // without software prefetches (with runs of 256, 16 rows at a time, one
+  // core read at about half the rate of one sequential stream, and
+  // software prefetches did not close it). The token tile, 8 x 4096
+  // floats, exceeds the host backends' 32 KiB of level-0 scratch: level 1.
+  using base = HostFragmentBase<HostDotFragment, ExecutionSpace, 4096, 1>;
   using typename base::tile;
   using vfloat = host_vector::vfloat;
   static constexpr int tile_m = 8, tile_n = TileN, tile_k = base::tile_k;
   static constexpr bool k_contiguous = true;
   static constexpr int lanes = host_vector::lanes;
-  // Columns per register block of M token rows: M x 4 sums up to 4 rows,
+  // Rows per register block of M token rows: M x 4 sums up to 4 rows,
   // M x 2 past (16 sums, M token vectors and the weights in 32 registers).
   template <int M>
   static constexpr int block_of = M <= 4 ? 4 : 2;
-  static_assert(tile_n % 4 == 0 && tile_k % lanes == 0, "whole register blocks");
-  // Each output's sum as a vector of partial sums over k (lane i: the k
-  // that are i modulo lanes), added up once, when stored.
+  static_assert(tile_n % 4 == 0 && tile_k % (2 * lanes) == 0, "whole register blocks");
+  // Each output's sum as a vector of partial sums over k (each lane a share
+  // of the k), added up once, when stored.
   struct accumulator_type {
     vfloat v[tile_m * tile_n];  // [m][n]
+    // The rows multiplied in place (InPlaceWeights::tokens); the others
+    // meet token rows that were not loaded, and are not stored.
+    int rows = tile_m;
   };
+  static int rows_of(const accumulator_type& acc) { return acc.rows; }
 
   static float* element(const tile& t, int r, int c) { return t.data() + r * tile_k + c; }
   // R columns of row m, each output's partial sums added up.
@@ -241,35 +262,98 @@ struct HostDotFragment
   }
 
   // Weights are multiplied where they lie (InPlaceWeights): each of a
-  // tile's 16 weight rows streams from memory once, straight into the
+  // tile's weight rows streams from memory once, straight into the
   // multiplies (a copy into scratch would be a second pass over the bytes
   // decode is bound by), and 16-bit weights widen in registers.
   static constexpr bool weights_in_place = true;
 
-  // c += a b^T as multiply does, b read in place: the same sums in the same
-  // order (the k past b.depth, zeros in a tile, are left out), over the
-  // b.rows weight rows and the b.tokens token rows that are stored.
+  // c += a b^T, b read in place, over the b.rows weight rows, the b.tokens
+  // token rows that are stored and the b.depth k of the step (zeros in a
+  // tile past them).
   template <class Scalar>
   static void multiply_in_place(const float* __restrict a, const InPlaceWeights<Scalar>& b,
-                                vfloat* __restrict c) {
+                                accumulator_type& acc) {
     static_assert(tile_m == 8, "one case per row count");
-    switch (b.tokens < tile_m ? b.tokens : tile_m) {
-      case 1: return multiply_rows<1>(a, b, c);
-      case 2: return multiply_rows<2>(a, b, c);
-      case 3: return multiply_rows<3>(a, b, c);
-      case 4: return multiply_rows<4>(a, b, c);
-      case 5: return multiply_rows<5>(a, b, c);
-      case 6: return multiply_rows<6>(a, b, c);
-      case 7: return multiply_rows<7>(a, b, c);
-      default: return multiply_rows<8>(a, b, c);
+    acc.rows = b.tokens < tile_m ? b.tokens : tile_m;
+    vfloat* __restrict c = acc.v;
+    switch (acc.rows) {
+      case 1: return multiply_tokens<1>(a, b, c);
+      case 2: return multiply_tokens<2>(a, b, c);
+      case 3: return multiply_tokens<3>(a, b, c);
+      case 4: return multiply_tokens<4>(a, b, c);
+      case 5: return multiply_tokens<5>(a, b, c);
+      case 6: return multiply_tokens<6>(a, b, c);
+      case 7: return multiply_tokens<7>(a, b, c);
+      default: return multiply_tokens<8>(a, b, c);
     }
   }
+  // c[m][n] += a[m][k] b[n][k] over the tile from scratch (weights the
+  // loader converted: e4m3), as multiply_in_place sums them.
+  static void multiply(const float* __restrict a, const float* __restrict b, vfloat* __restrict c) {
+    multiply_rows<tile_m>(Widened<float>{a},
+                          InPlaceWeights<float>{b, tile_k, tile_n, tile_k, tile_m}, c);
+  }
+
+ private:
+  // The operands of one chunk of k as the multiplies take them. Widened:
+  // float products, the weights widened to float, `lanes` k a chunk.
+  template <class Scalar>
+  struct Widened {
+    static constexpr int chunk = lanes;
+    const float* a;  // the token tile
+    vfloat tokens(int m, int k) const { return host_vector::load(a + m * tile_k + k); }
+    static vfloat weights(const Scalar* row, int k) { return host_vector::widen(row + k); }
+    static vfloat weights_first(const Scalar* row, int k, int n) {
+      return host_vector::widen_first(row + k, n);
+    }
+    static vfloat multiply(vfloat t, vfloat w, vfloat sum) { return host_vector::fma(t, w, sum); }
+  };
+#ifdef KOKKOSMOE_HOST_BF16_PAIRS
+  // bfloat16 weights times bfloat16 tokens (exact in the float tile) as
+  // pairs of k, 2 lanes k a chunk: half the instructions, no widening.
+  struct Pairs {
+    static constexpr int chunk = 2 * lanes;
+    const host_vector::vpairs* a;  // the token rows' chunks, [m][tile_k / chunk]
+    host_vector::vpairs tokens(int m, int k) const { return a[m * (tile_k / chunk) + k / chunk]; }
+    static host_vector::vpairs weights(const bfloat16* row, int k) {
+      return host_vector::load_pairs(row + k);
+    }
+    static host_vector::vpairs weights_first(const bfloat16* row, int k, int n) {
+      return host_vector::load_pairs_first(row + k, n);
+    }
+    static vfloat multiply(host_vector::vpairs t, host_vector::vpairs w, vfloat sum) {
+      return host_vector::dot_pairs(t, w, sum);
+    }
+  };
+#endif
+
+  // The first M token rows of a as the weights' operands take them.
   template <int M, class Scalar>
-  static void multiply_rows(const float* __restrict a, const InPlaceWeights<Scalar>& b,
+  static void multiply_tokens(const float* __restrict a, const InPlaceWeights<Scalar>& b,
+                              vfloat* __restrict c) {
+#ifdef KOKKOSMOE_HOST_BF16_PAIRS
+    if constexpr (std::is_same<Scalar, bfloat16>::value) {
+      constexpr int chunk = Pairs::chunk, chunks = tile_k / chunk;
+      host_vector::vpairs pairs[M * chunks];
+      const int used = (b.depth + chunk - 1) / chunk;
+#pragma GCC unroll 8
+      for (int m = 0; m < M; ++m)
+        for (int q = 0; q < used; ++q)
+          pairs[m * chunks + q] = host_vector::to_pairs(a + m * tile_k + q * chunk);
+      return multiply_rows<M>(Pairs{pairs}, b, c);
+    }
+#endif
+    multiply_rows<M>(Widened<Scalar>{a}, b, c);
+  }
+
+  // Register blocks of block_of<M> weight rows by the M token rows, each
+  // block over the step's depth: a few weight rows stream at a time.
+  template <int M, class Operands, class Scalar>
+  static void multiply_rows(const Operands& op, const InPlaceWeights<Scalar>& b,
                             vfloat* __restrict c) {
-    using namespace host_vector;
-    constexpr int NB = block_of<M>;
-    const int whole = b.depth / lanes * lanes;
+    constexpr int NB = block_of<M>, chunk = Operands::chunk;
+    using operand = decltype(Operands::weights(b.first, 0));
+    const int whole = b.depth / chunk * chunk;
     for (int n0 = 0; n0 < tile_n && n0 < b.rows; n0 += NB) {
       const Scalar* row[NB];  // rows past b.rows read the last one (never stored)
 #pragma GCC unroll 4
@@ -280,63 +364,31 @@ struct HostDotFragment
       for (int m = 0; m < M; ++m)
 #pragma GCC unroll 4
         for (int j = 0; j < NB; ++j) sums[m][j] = c[m * tile_n + n0 + j];
-      const auto step = [&](int k, const vfloat(&weights)[NB]) {
-        vfloat tokens[M];
+      const auto step = [&](int k, const operand(&weights)[NB]) {
+        operand tokens[M];
 #pragma GCC unroll 8
-        for (int m = 0; m < M; ++m) tokens[m] = load(a + m * tile_k + k);
+        for (int m = 0; m < M; ++m) tokens[m] = op.tokens(m, k);
 #pragma GCC unroll 8
         for (int m = 0; m < M; ++m)
 #pragma GCC unroll 4
-          for (int j = 0; j < NB; ++j) sums[m][j] = fma(tokens[m], weights[j], sums[m][j]);
+          for (int j = 0; j < NB; ++j)
+            sums[m][j] = Operands::multiply(tokens[m], weights[j], sums[m][j]);
       };
-      for (int k = 0; k < whole; k += lanes) {
-        vfloat weights[NB];
+      for (int k = 0; k < whole; k += chunk) {
+        operand weights[NB];
 #pragma GCC unroll 4
-        for (int j = 0; j < NB; ++j) {
-          weights[j] = widen(row[j] + k);
-          // The next K step's part of the row: the hardware's prefetch alone
-          // does not keep 16-bit weights streaming at the copy rate.
-          __builtin_prefetch(row[j] + k + tile_k);
-        }
+        for (int j = 0; j < NB; ++j) weights[j] = Operands::weights(row[j], k);
         step(k, weights);
       }
       if (whole < b.depth) {
-        vfloat weights[NB];
+        operand weights[NB];
 #pragma GCC unroll 4
-        for (int j = 0; j < NB; ++j) weights[j] = widen_first(row[j] + whole, b.depth - whole);
+        for (int j = 0; j < NB; ++j)
+          weights[j] = Operands::weights_first(row[j], whole, b.depth - whole);
         step(whole, weights);
       }
 #pragma GCC unroll 8
       for (int m = 0; m < M; ++m)
-#pragma GCC unroll 4
-        for (int j = 0; j < NB; ++j) c[m * tile_n + n0 + j] = sums[m][j];
-    }
-  }
-
-  // c[m][n] += a[m][k] b[n][k], lane by lane over the k of the tile:
-  // a [tile_m][tile_k], b [tile_n][tile_k].
-  static void multiply(const float* __restrict a, const float* __restrict b, vfloat* __restrict c) {
-    using namespace host_vector;
-    constexpr int NB = block_of<tile_m>;
-    for (int n0 = 0; n0 < tile_n; n0 += NB) {
-      vfloat sums[tile_m][NB];
-#pragma GCC unroll 8
-      for (int m = 0; m < tile_m; ++m)
-#pragma GCC unroll 4
-        for (int j = 0; j < NB; ++j) sums[m][j] = c[m * tile_n + n0 + j];
-      for (int k = 0; k < tile_k; k += lanes) {
-        vfloat tokens[tile_m], weights[NB];
-#pragma GCC unroll 8
-        for (int m = 0; m < tile_m; ++m) tokens[m] = load(a + m * tile_k + k);
-#pragma GCC unroll 4
-        for (int j = 0; j < NB; ++j) weights[j] = load(b + (n0 + j) * tile_k + k);
-#pragma GCC unroll 8
-        for (int m = 0; m < tile_m; ++m)
-#pragma GCC unroll 4
-          for (int j = 0; j < NB; ++j) sums[m][j] = fma(tokens[m], weights[j], sums[m][j]);
-      }
-#pragma GCC unroll 8
-      for (int m = 0; m < tile_m; ++m)
 #pragma GCC unroll 4
         for (int j = 0; j < NB; ++j) c[m * tile_n + n0 + j] = sums[m][j];
     }
@@ -347,14 +399,15 @@ struct HostDotFragment
 // of 64 columns for gate/up (gate and up: 128 rows of weights to a token
 // tile) and 128 for down, the same weights per token tile; token tiles of
 // 32 rows (large), 16 (medium: experts of fewer rows, whose 32-row tiles
-// would be half zeros) and 8 for decode (small), whose weight tiles are 8 and
-// 16 rows.
+// would be half zeros) and 8 for decode (small), whose weight tiles are 16
+// and 32 rows (a team's fixed costs, loading its token tile and adding up
+// its sums, spread over more weights).
 template <class ExecutionSpace, TileSize Size>
 struct DefaultFragment<ExecutionSpace, Size,
                        std::enable_if_t<Kokkos::SpaceAccessibility<
                            Kokkos::HostSpace, typename ExecutionSpace::memory_space>::accessible>> {
   using type =
-      std::conditional_t<Size == TileSize::small, HostDotFragment<ExecutionSpace, 8>,
+      std::conditional_t<Size == TileSize::small, HostDotFragment<ExecutionSpace, 16>,
                          HostPanelFragment<ExecutionSpace, Size == TileSize::medium ? 16 : 32, 64>>;
 };
 template <class ExecutionSpace, class Scalar, TileSize Size>
@@ -363,7 +416,7 @@ struct DefaultDownFragment<
     std::enable_if_t<Kokkos::SpaceAccessibility<
         Kokkos::HostSpace, typename ExecutionSpace::memory_space>::accessible>> {
   using type = std::conditional_t<
-      Size == TileSize::small, HostDotFragment<ExecutionSpace, 16>,
+      Size == TileSize::small, HostDotFragment<ExecutionSpace, 32>,
       HostPanelFragment<ExecutionSpace, Size == TileSize::medium ? 16 : 32, 128>>;
 };
 

@@ -104,6 +104,29 @@ inline vfloat widen_first(const Scalar* p, int n) {
   for (int i = 0; i < n; ++i) v[i] = to_float(p[i]);
   return v;
 }
+// Products of bfloat16 pairs (AVX-512 BF16, vdpbf16ps): 2 lanes of 16-bit
+// values per float lane, lane i of a sum taking the products of k = 2i and
+// 2i + 1 of each 2 lanes-wide step, exact, into one rounding each (inputs
+// and results below float's normal range count as zero). Twice the
+// multiply-adds of an instruction of floats, and the weights need no
+// widening. Only where the compile targets it (-mavx512bf16, or a -march
+// that has it): KOKKOSMOE_HOST_BF16_PAIRS says whether.
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+#define KOKKOSMOE_HOST_BF16_PAIRS
+using vpairs = __m512bh;
+// 2 lanes bfloat16 from p (any alignment); the first n < 2 lanes of them, zeros after.
+inline vpairs load_pairs(const bfloat16* p) { return vpairs(_mm512_loadu_si512(p)); }
+inline vpairs load_pairs_first(const bfloat16* p, int n) {
+  return vpairs(_mm512_maskz_loadu_epi16(__mmask32((1ull << n) - 1), p));
+}
+// 2 lanes floats from p that bfloat16 holds exactly (rounding leaves them).
+inline vpairs to_pairs(const float* p) {
+  return _mm512_cvtne2ps_pbh(__m512(load(p + lanes)), __m512(load(p)));
+}
+inline vfloat dot_pairs(vpairs a, vpairs b, vfloat acc) {
+  return vfloat(_mm512_dpbf16_ps(__m512(acc), a, b));
+}
+#endif
 // e^x lane by lane: the host target's exp polynomial on whole vectors, the
 // same values.
 inline vfloat exp(vfloat x) {
