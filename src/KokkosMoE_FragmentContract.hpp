@@ -66,11 +66,7 @@
 //                     accumulator, W <= Width consecutive columns from
 //                     (m, n) (Width: the widest the caller takes, 1 or more;
 //                     W: what the layout holds, e.g. pairs on tensor cores,
-//                     16 on the host). The storing threads are ranks [0,
-//                     team_size() - producer_threads), and each is handed
-//                     the same (m, n, W) on every call, in every team of a
-//                     kernel: split-K parts are summed thread by thread
-//                     (KokkosMoE_PartArrivals.hpp)
+//                     16 on the host)
 //
 // Block-scaled weights (e4m3 with a float scale per 128 x 128 block)
 //   to_operand(float) -> operand_type           a dequantised weight (the
