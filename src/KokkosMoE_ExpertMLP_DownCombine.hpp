@@ -1,45 +1,27 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The down stage of the expert MLP: the down kernel (each sorted row's
-// expert output, unweighted; split over K, the parts summed by the last to
-// arrive, which can also weigh a token's outputs into out) and the weighted
-// combine of each token's expert outputs.
+// expert output, unweighted, one K part per split) and the weighted combine
+// of each token's expert outputs.
 #ifndef KOKKOSMOE_EXPERTMLP_DOWNCOMBINE_HPP
 #define KOKKOSMOE_EXPERTMLP_DOWNCOMBINE_HPP
 
 #include "KokkosMoE_FlatIndex.hpp"
 #include "KokkosMoE_ExpertMLP_MainLoop.hpp"
 #include "KokkosMoE_ColumnRun.hpp"
-#include "KokkosMoE_PartArrivals.hpp"
 
 #include <Kokkos_Core.hpp>
 
 #include <cstdint>
-#include <type_traits>
 
 namespace KokkosMoE {
 namespace Impl {
-
-// What the down kernel needs to weigh the expert outputs into out itself
-// (DownKernel::fold_combine): a count per (token, column where a run of
-// its stored columns starts), the tokens' expert rows and weights, and out.
-template <class MemorySpace, class Token>
-struct FoldedCombine {
-  Kokkos::View<int**, Kokkos::LayoutRight, MemorySpace> arrivals;        // [>= T, H], zero
-  Kokkos::View<const int*, MemorySpace> position;                        // [T*k]
-  Kokkos::View<const float**, Kokkos::LayoutRight, MemorySpace> weights;  // [T, k]
-  Kokkos::View<Token**, Kokkos::LayoutRight, MemorySpace> out;            // [T, H]
-};
 
 // y[s * A + p] = h[p] down[e]^T over the K part s, for the sorted row p (A
 // assignments; one part unless split; h's row of p is tile-major where
 // operand_row says so). Rows of y in sorted order and unweighted
 // (CombineKernel weighs them): a tile's stores are whole rows, with no
 // lookup of each row's assignment and weight, so they fill whole 32-byte
-// sectors. Split over K, the last part of each element to arrive
-// (PartArrivals) sums the parts into part 0's row, y[p]; where the combine
-// is folded in (fold_combine: decode sizes), the last of a token's rows to
-// be summed then weighs them into out, and CombineKernel does not run.
-// (Frag as GateUpKernel's.)
+// sectors. (Frag as GateUpKernel's.)
 template <class ExecutionSpace, class Scalar, TileSize Size,
           class Frag = DownFragment<ExecutionSpace, Scalar, Size>>
 struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
@@ -60,17 +42,6 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
   Kokkos::View<const float***, Kokkos::LayoutRight, memory_space> down_scale;  // block-scaled
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y;                  // [splits * T*k, H]
   int assignments;                                                             // A = T * k
-  PartArrivals<memory_space> arrivals;                                         // where split
-
-  FoldedCombine<memory_space, token> combine;
-  bool combines = false;
-  // Folds the combine into a split launch of num_tokens tokens, within the
-  // rows of `arrivals`; false where it cannot (one part, or more tokens).
-  bool fold_combine(const FoldedCombine<memory_space, token>& c, std::int64_t num_tokens) {
-    combines = this->splits > 1 && num_tokens <= std::int64_t(c.arrivals.extent(0));
-    if (combines) combine = c;
-    return combines;
-  }
 
   static std::size_t scratch_bytes() {
     return frag::operand_bytes(S * BM) + frag::operand_bytes(base::weight_buffers * BN) +
@@ -180,46 +151,6 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
           if (r < w.rows && n < cols) store_column_run(y0 + std::int64_t(r) * H + n, v, cols - n);
         },
         out.acc);
-    if (this->splits == 1) return;
-    const std::int64_t region = std::int64_t(w.tile) * this->column_blocks + w.first_col / BN;
-    if (!arrivals.last(region, m.team_rank(), this->splits)) return;
-    // The last part here: this thread's elements summed over the parts.
-    frag::template store<base::max_run>(
-        m,
-        [&](int r, int n, const auto& v) {
-          if (r >= w.rows || n >= cols) return;
-          constexpr int width = std::decay_t<decltype(v)>::width;
-          const int valid = cols - n < width ? cols - n : width;
-          const std::int64_t p = w.first_row + r, c = w.first_col + n;
-          ColumnRun<width> sum{};
-          for (int s = 0; s < this->splits; ++s)
-            for (int e = 0; e < valid; ++e)
-              sum.v[e] += load_arrived(y(s * std::int64_t(assignments) + p, c + e));
-          for (int e = 0; e < valid; ++e) y(p, c + e) = sum.v[e];
-          if (combines) weigh_token(p, c, valid, sum);
-        },
-        out.acc);
-  }
-
-  // Row p's expert output at columns [c, c + valid) is summed: where it is
-  // the last of its token's rows there, out's columns are their weighted
-  // sum, in the order of the token's assignments (as CombineKernel's).
-  template <int Width>
-  KOKKOS_INLINE_FUNCTION void weigh_token(std::int64_t p, std::int64_t c, int valid,
-                                          const ColumnRun<Width>&) const {
-    const int k = this->k;
-    const int t = this->plan.order(p) / k;
-    int rows = 0;
-    for (int j = 0; j < k; ++j) rows += combine.position(std::int64_t(t) * k + j) >= 0;
-    if (!last_arrival(&combine.arrivals(t, c), rows)) return;
-    ColumnRun<Width> s{};
-    for (int j = 0; j < k; ++j) {
-      const std::int64_t q = combine.position(std::int64_t(t) * k + j);
-      if (q < 0) continue;
-      const float wj = combine.weights(t, j);
-      for (int e = 0; e < valid; ++e) s.v[e] += wj * load_arrived(y(q, c + e));
-    }
-    store_column_run(&combine.out(t, c), s, valid);
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member& m) const {
@@ -228,19 +159,21 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
 };
 
 // out[t] = sum over the k assignments a of token t of w[a] times the expert
-// output of a (at a's sorted row, its K parts summed), in a fixed order
+// output of a (the sum of its K parts, at a's sorted row), in a fixed order
 // so the result does not depend on scheduling. Item i: Width consecutive
 // columns of one token (16-byte loads of y where Width is 4: a quarter of
 // the items, each with its division (see row_and_column), and wider loads).
 template <class ExecutionSpace, class Scalar, int Width>
 struct CombineKernel {
   using memory_space = typename ExecutionSpace::memory_space;
-  Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> y;        // [T*k, H]
+  Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> y;        // [splits * T*k, H]
   Kokkos::View<const int*, memory_space> position;                         // [T*k], -1: invalid
   Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> weights;  // [T, k]
   Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> out;           // [T, H]
   int k;
   std::int64_t H;
+  int splits;
+  std::int64_t assignments;
 
   // Width 4 needs H a multiple of 4 and y 16-byte aligned.
   static bool applies(const float* y, std::int64_t H) {
@@ -263,7 +196,11 @@ struct CombineKernel {
     for (int j = 0; j < k; ++j) {
       const std::int64_t p = position(t * k + j);
       if (p < 0) continue;
-      const Values v = row(p, n);
+      Values v = row(p, n);
+      for (int part = 1; part < splits; ++part) {
+        const Values more = row(part * assignments + p, n);
+        for (int e = 0; e < Width; ++e) v.v[e] += more.v[e];
+      }
       const float w = weights(t, j);
       for (int e = 0; e < Width; ++e) s.v[e] += w * v.v[e];
     }

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-3-Clause
 // The gate/up stage of the expert MLP: the fused gate/up kernel with its
-// SwiGLU epilogue (split over K, its last part to arrive finishes h) and
-// the gather of x's rows its tensor copies read.
+// SwiGLU epilogue, the gather of x's rows its tensor copies read, and the
+// activation pass that finishes split-K gate/up products.
 #ifndef KOKKOSMOE_EXPERTMLP_GATEUP_HPP
 #define KOKKOSMOE_EXPERTMLP_GATEUP_HPP
 
@@ -11,7 +11,6 @@
 
 #include "KokkosMoE_FlatIndex.hpp"
 #include "KokkosMoE_ExpertMLP_MainLoop.hpp"
-#include "KokkosMoE_PartArrivals.hpp"
 #include "KokkosMoE_Target.hpp"
 #include "KokkosMoE_ColumnRun.hpp"
 
@@ -48,12 +47,11 @@ KOKKOS_INLINE_FUNCTION ColumnRun<Width> silu_times_as(const ColumnRun<Width>& g,
 
 // h[p] = silu(x[token(p)] gate[e]^T) * (x[token(p)] up[e]^T) for the rows p
 // of a tile (sorted rows, or tile-major: see operand_row); the gate and up
-// products exist only in scratch. Split over K (decode: few tiles), each
-// part instead writes its gate and up products to rows s * A + p of
-// `partial` ([g | u], 2F wide), and the last part of each element to arrive
-// (PartArrivals) sums the parts and stores h. (Frag: the shape's fragment,
-// or a kernel's that derives from this one with other operands:
-// GateUpE4m3Kernel.)
+// products exist only in scratch. Split
+// over K (decode: few tiles), each part instead writes its gate and up
+// products to rows s * A + p of `partial` ([g | u], 2F wide) and
+// ActivationKernel finishes h. (Frag: the shape's fragment, or a kernel's
+// that derives from this one with other operands: GateUpE4m3Kernel.)
 template <class ExecutionSpace, class Scalar, TileSize Size,
           class Frag = Fragment<ExecutionSpace, Scalar, Size>>
 struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
@@ -77,7 +75,6 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
   Kokkos::View<token**, Kokkos::LayoutRight, memory_space> h;  // [rows, F]
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> partial;  // [splits * A, 2F]
   int assignments;                                                   // A = T * k
-  PartArrivals<memory_space> arrivals;                               // where split
 
   static std::size_t scratch_bytes() {
     return frag::operand_bytes(S * BM) + frag::operand_bytes(base::weight_buffers * 2 * BN) +
@@ -239,23 +236,6 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
             }
           },
           a.g, a.u);
-      const std::int64_t region = std::int64_t(w.tile) * this->column_blocks + w.first_col / BN;
-      if (!arrivals.last(region, m.team_rank(), this->splits)) return;
-      // The last part here: h of this thread's elements from every part.
-      frag::template store<1>(
-          m,
-          [&](int r, int n, const auto&, const auto&) {
-            if (r < w.rows && n < cols) {
-              const std::int64_t p = w.first_row + r, c = w.first_col + n;
-              float g = 0, u = 0;
-              for (int s = 0; s < this->splits; ++s) {
-                g += load_arrived(partial(s * std::int64_t(assignments) + p, c));
-                u += load_arrived(partial(s * std::int64_t(assignments) + p, F + c));
-              }
-              h(p, c) = from_float<token>(silu_times_as<token>(g, u));
-            }
-          },
-          a.g, a.u);
       return;
     }
     // Tile-major h stores the unused rows too where they are zero (their x
@@ -336,6 +316,28 @@ struct GatherRowsKernel {
     } else {
       *dst = *src;
     }
+  }
+};
+
+// h[p][f] from the K parts of a split gate/up (see GateUpKernel), summed in
+// a fixed order.
+template <class ExecutionSpace, class Scalar>
+struct ActivationKernel {
+  using memory_space = typename ExecutionSpace::memory_space;
+  Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> partial;  // [splits * A, 2F]
+  Kokkos::View<Scalar**, Kokkos::LayoutRight, memory_space> h;             // [A, F]
+  std::int64_t F, assignments;
+  int splits;
+
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t p, f;
+    row_and_column(i, F, p, f);
+    float g = 0, u = 0;
+    for (int s = 0; s < splits; ++s) {
+      g += partial(s * assignments + p, f);
+      u += partial(s * assignments + p, F + f);
+    }
+    h(p, f) = from_float<Scalar>(silu_times_as<Scalar>(g, u));
   }
 };
 

@@ -30,9 +30,6 @@ namespace Impl {
 // Rows of partial results kept for split-K: a batch of A assignments can be
 // split up to split_k_rows / A ways.
 constexpr std::int64_t split_k_rows = 512;
-// The most tokens whose combine the down kernel takes over when it splits K
-// (decode sizes; past them a pass of its own sums the outputs).
-constexpr std::int64_t folded_combine_tokens = 64;
 
 template <class ExecutionSpace, class Scalar>
 class ExpertStages {
@@ -44,7 +41,6 @@ class ExpertStages {
   using rows_view = Kokkos::View<token_type**, Kokkos::LayoutRight, memory_space>;
   using const_rows_view = Kokkos::View<const token_type**, Kokkos::LayoutRight, memory_space>;
   using const_weights_view = Kokkos::View<const float**, Kokkos::LayoutRight, memory_space>;
-  using folded_combine = FoldedCombine<memory_space, token_type>;
 
   ExpertStages(const Config& config, const weights_type& weights, const ExecutionSpace& exec)
       : config_(config), weights_(weights), exec_(exec) {
@@ -63,9 +59,6 @@ class ExpertStages {
     }
     if constexpr (has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value)
       use_e4m3_operands();
-    part_arrivals_ = decltype(part_arrivals_)("KokkosMoE::part_arrivals", arrival_counts());
-    token_arrivals_ = decltype(token_arrivals_)("KokkosMoE::token_arrivals",
-                                                folded_tokens(config_), H);
   }
 
   // The most bytes of device memory the stages take for config: h and the
@@ -84,16 +77,14 @@ class ExpertStages {
     }
     return sizeof(token_type) * std::size_t(h_rows * F + gathered * H) +
            sizeof(float) * std::size_t(std::max(A, split_k_rows) * H + split_k_rows * 2 * F) +
-           sizeof(float8_e4m3) * std::size_t(codes * (H + F)) + sizeof(float) * std::size_t(scales) +
-           sizeof(int) * std::size_t(arrival_counts() + folded_tokens(config) * H);
+           sizeof(float8_e4m3) * std::size_t(codes * (H + F)) + sizeof(float) * std::size_t(scales);
   }
   // The bytes of device memory it holds (at most workspace_bytes(config)).
   std::size_t bytes() const {
     return h_.span() * sizeof(token_type) + y_.span() * sizeof(float) +
            gate_up_parts_.span() * sizeof(float) + gathered_rows_.span() * sizeof(token_type) +
            (x_codes_.span() + h_codes_.span()) * sizeof(float8_e4m3) +
-           (x_scales_.span() + h_scales_.span()) * sizeof(float) +
-           (part_arrivals_.span() + token_arrivals_.span()) * sizeof(int);
+           (x_scales_.span() + h_scales_.span()) * sizeof(float);
   }
 
   // Rows per tile of a shape, as the dispatch must cut them.
@@ -118,49 +109,24 @@ class ExpertStages {
     }
   }
 
-  // out from h: the down projection, then the weighted combine (in the
-  // down kernel where it splits K for at most folded_combine_tokens).
+  // out from h: the down projection, then the weighted combine.
   void down_combine(const const_weights_view& routing_weights, const rows_view& out,
                     std::int64_t num_tokens, TileSize size, const plan_type& plan) {
-    const folded_combine combine{token_arrivals_, plan.position, routing_weights, out};
-    DownLaunch d;
+    int splits = 1;
     switch (size) {
-      case TileSize::small: d = down_tiles<TileSize::small>(combine, num_tokens, plan); break;
-      case TileSize::medium: d = down_tiles<TileSize::medium>(combine, num_tokens, plan); break;
-      case TileSize::large: d = down_tiles<TileSize::large>(combine, num_tokens, plan); break;
+      case TileSize::small: splits = down_tiles<TileSize::small>(num_tokens, plan); break;
+      case TileSize::medium: splits = down_tiles<TileSize::medium>(num_tokens, plan); break;
+      case TileSize::large: splits = down_tiles<TileSize::large>(num_tokens, plan); break;
     }
-    if (d.combined) return;
-    // Four columns per item, except after split-K launches (a few tokens),
-    // where one column per item keeps 4x the threads loading.
-    if (d.splits > 1) combine_rows<1>(routing_weights, out, num_tokens, plan);
-    else combine_rows<4>(routing_weights, out, num_tokens, plan);
+    // Four columns per item, except for split-K batches (decode: a few
+    // tokens, many K parts to sum), whose one column per item keeps 4x the
+    // threads loading.
+    if (splits > 1) combine<1>(routing_weights, out, num_tokens, splits, plan);
+    else combine<4>(routing_weights, out, num_tokens, splits, plan);
   }
 
  private:
   static std::int64_t max_assignments(const Config& c) { return c.max_tokens * c.top_k; }
-  static std::int64_t folded_tokens(const Config& c) {
-    return std::min<std::int64_t>(c.max_tokens, folded_combine_tokens);
-  }
-  // Counts for the split-K launches of any of the kernels (PartArrivals):
-  // fewer regions than their team target, of their storing threads each.
-  template <class Kernel>
-  static std::int64_t arrival_counts_of() {
-    using frag = typename Kernel::frag;
-    return frag::split_k_teams() * storing_threads<frag>();
-  }
-  template <TileSize Size>
-  static std::int64_t arrival_counts_of_size() {
-    std::int64_t n = std::max(arrival_counts_of<GateUpKernel<ExecutionSpace, Scalar, Size>>(),
-                              arrival_counts_of<DownKernel<ExecutionSpace, Scalar, Size>>());
-    if constexpr (has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value)
-      n = std::max(n, arrival_counts_of<DownE4m3Kernel<ExecutionSpace, Size>>());
-    return n;
-  }
-  static std::int64_t arrival_counts() {
-    return std::max({arrival_counts_of_size<TileSize::small>(),
-                     arrival_counts_of_size<TileSize::medium>(),
-                     arrival_counts_of_size<TileSize::large>()});
-  }
 
   // With tensor copies, the large kernels keep x's gathered rows and h
   // tile-major (see ExpertTileKernel::operand_row): room for every tile.
@@ -231,17 +197,13 @@ class ExpertStages {
     f.partial = gate_up_parts_;
     const auto tiles = plan_type::max_tiles(assignments, config_.num_experts, kernel::BM);
     // Decode: few tiles would leave most multiprocessors idle or run in one
-    // and a bit waves; split H (parts to gate_up_parts_, summed by the last
-    // to arrive), as the down projection splits F. (Never in a
-    // batch-invariant layer: the parts' sum is another order than one K
-    // loop's.)
-    if (Size == TileSize::small && !config_.batch_invariant) {
+    // and a bit waves; split H (parts to gate_up_parts_, then one activation
+    // pass), as the down projection splits F. (Never in a batch-invariant
+    // layer: the parts' sum is another order than one K loop's.)
+    if (Size == TileSize::small && !config_.batch_invariant)
       f.split_k(tiles, int(config_.hidden_size), assignments,
-                std::int64_t(gate_up_parts_.extent(0)), kernel::frag::split_k_teams());
-      if (f.splits > 1)
-        f.arrivals = PartArrivals<memory_space>::of(part_arrivals_, tiles * f.column_blocks,
-                                                    storing_threads<typename kernel::frag>());
-    }
+                std::int64_t(gate_up_parts_.extent(0)),
+                Fragment<ExecutionSpace, Scalar, TileSize::small>::split_k_teams());
     // The large kernel's tensor copies read x's rows gathered, tile-major.
     if (tile_major(Size)) {
       using gather = GatherRowsKernel<ExecutionSpace, token_type>;
@@ -255,20 +217,21 @@ class ExpertStages {
     Kokkos::parallel_for("KokkosMoE::gate_up",
                          f.make_policy(exec_, tiles, kernel::scratch_bytes(), "KokkosMoE::gate_up"),
                          f);
+    if (f.splits > 1)
+      Kokkos::parallel_for("KokkosMoE::activation",
+                           Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
+                               exec_, 0, assignments * config_.ffn_size),
+                           ActivationKernel<ExecutionSpace, token_type>{
+                               gate_up_parts_, h_, config_.ffn_size, assignments, f.splits});
   }
 
-  // A down launch: its K parts, and whether it combined too.
-  struct DownLaunch {
-    int splits = 1;
-    bool combined = false;
-  };
-  // (the expert outputs, or with the combine folded in, out.)
+  // (the expert outputs of each K part; returns the parts.)
   template <TileSize Size>
-  DownLaunch down_tiles(const folded_combine& combine, std::int64_t num_tokens, const plan_type& plan) {
+  int down_tiles(std::int64_t num_tokens, const plan_type& plan) {
     if constexpr (has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value)
-      if (e4m3_operands_) return down_e4m3<Size>(combine, num_tokens, plan);
+      if (e4m3_operands_) return down_e4m3<Size>(num_tokens, plan);
     DownKernel<ExecutionSpace, Scalar, Size> f;
-    return launch_down(f, combine, num_tokens, plan);
+    return launch_down(f, num_tokens * config_.top_k, plan);
   }
 
   // A gate/up kernel's fields; a down kernel's, and its launch (returns its
@@ -288,9 +251,7 @@ class ExpertStages {
     f.maps = copy_maps_.data();
   }
   template <class Kernel>
-  DownLaunch launch_down(Kernel& f, const folded_combine& combine, std::int64_t num_tokens,
-                         const plan_type& plan) {
-    const std::int64_t assignments = num_tokens * config_.top_k;
+  int launch_down(Kernel& f, std::int64_t assignments, const plan_type& plan) {
     f.plan = plan;
     f.experts = config_.num_experts;
     f.k = config_.top_k;
@@ -304,39 +265,31 @@ class ExpertStages {
     const auto tiles = plan_type::max_tiles(assignments, config_.num_experts, Kernel::BM);
     // Few tokens leave few tiles and a long F: split F so that the launch
     // still fills the device (partial sums go to spare rows of y); not in a
-    // batch-invariant layer. The last part to arrive sums them, and at
-    // decode sizes weighs them into out.
-    if (!config_.batch_invariant) {
+    // batch-invariant layer.
+    if (!config_.batch_invariant)
       f.split_k(tiles, int(config_.ffn_size), assignments, std::int64_t(y_.extent(0)),
                 Kernel::frag::split_k_teams());
-      if (f.splits > 1)
-        f.arrivals = PartArrivals<memory_space>::of(part_arrivals_, tiles * f.column_blocks,
-                                                    storing_threads<typename Kernel::frag>());
-    }
-    DownLaunch d;
-    d.combined = f.fold_combine(combine, num_tokens);
-    d.splits = f.splits;
     Kokkos::parallel_for("KokkosMoE::down",
                          f.make_policy(exec_, tiles, Kernel::scratch_bytes(), "KokkosMoE::down"),
                          f);
-    return d;
+    return f.splits;
   }
 
-  // The weighted sum of each token's expert outputs, Width columns per item
-  // where y's rows allow.
+  // The weighted sum of each token's expert outputs (the sum of `splits` K
+  // parts each), Width columns per item where y's rows allow.
   template <int Width>
-  void combine_rows(const const_weights_view& routing_weights, const rows_view& out,
-                    std::int64_t num_tokens, const plan_type& plan) {
+  void combine(const const_weights_view& routing_weights, const rows_view& out,
+               std::int64_t num_tokens, int splits, const plan_type& plan) {
     using kernel = CombineKernel<ExecutionSpace, token_type, Width>;
     if constexpr (Width > 1) {
       if (!kernel::applies(y_.data(), config_.hidden_size))
-        return combine_rows<1>(routing_weights, out, num_tokens, plan);
+        return combine<1>(routing_weights, out, num_tokens, splits, plan);
     }
     Kokkos::parallel_for("KokkosMoE::combine",
                          Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
                              exec_, 0, kernel::items(num_tokens, config_.hidden_size)),
                          kernel{y_, plan.position, routing_weights, out, config_.top_k,
-                                config_.hidden_size});
+                                config_.hidden_size, splits, num_tokens * config_.top_k});
   }
 
   // Quantises `rows` tile-major rows (gathered from x's, or h's own) in
@@ -383,15 +336,15 @@ class ExpertStages {
     }
   }
   template <TileSize Size>
-  DownLaunch down_e4m3(const folded_combine& combine, std::int64_t num_tokens, const plan_type& plan) {
+  int down_e4m3(std::int64_t num_tokens, const plan_type& plan) {
     if constexpr (has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value) {
       DownE4m3Kernel<ExecutionSpace, Size> f;
       f.activation_scales = h_scales_;
       f.depth = int(config_.ffn_size);
-      return launch_down(f, combine, num_tokens, plan);
+      return launch_down(f, num_tokens * config_.top_k, plan);
     } else {
-      (void)combine, (void)num_tokens, (void)plan;
-      return DownLaunch{};
+      (void)num_tokens, (void)plan;
+      return 1;
     }
   }
 
@@ -412,10 +365,6 @@ class ExpertStages {
   bool e4m3_operands_ = false;
   Kokkos::View<float8_e4m3**, Kokkos::LayoutRight, memory_space> x_codes_, h_codes_;
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> x_scales_, h_scales_;
-  // Arrivals of split-K parts (PartArrivals) and of a token's summed rows
-  // ([folded tokens, H]: FoldedCombine); zero between launches.
-  Kokkos::View<int*, memory_space> part_arrivals_;
-  Kokkos::View<int**, Kokkos::LayoutRight, memory_space> token_arrivals_;
 };
 
 }  // namespace Impl

@@ -234,37 +234,23 @@ void expert_part(const Problem<Space, Scalar>& p, std::int64_t T) {
   g.x = p.x, g.gate = p.weights.gate, g.up = p.weights.up;
   g.gate_scale = p.weights.gate_scale, g.up_scale = p.weights.up_scale;
   g.h = h, g.partial = parts;
-  // Counts for either kernel's split-K parts (fewer regions than its team
-  // target) and for the tokens of the down kernel's combine.
-  Kokkos::View<int*, mem> arrivals(
-      "arrivals", std::max(gate_up::frag::split_k_teams() * Impl::storing_threads<typename gate_up::frag>(),
-                           down::frag::split_k_teams() * Impl::storing_threads<typename down::frag>()));
-  if (Size == TileSize::small) {
+  if (Size == TileSize::small)
     g.split_k(tiles, int(H), A, std::int64_t(parts.extent(0)), gate_up::frag::split_k_teams());
-    if (g.splits > 1)
-      g.arrivals = Impl::PartArrivals<mem>::of(arrivals, tiles * g.column_blocks,
-                                               Impl::storing_threads<typename gate_up::frag>());
-  }
   Kokkos::parallel_for(g.make_policy(exec, tiles, gate_up::scratch_bytes(), "gate_up"), g);
+  if (g.splits > 1)
+    Kokkos::parallel_for(Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(0, A * F),
+                         Impl::ActivationKernel<Space, token>{parts, h, F, A, g.splits});
 
   down d;
   d.plan = plan, d.experts = E, d.k = k, d.assignments = int(A);
   d.column_blocks = int((H + down::BN - 1) / down::BN);
   d.h = h, d.down = p.weights.down, d.down_scale = p.weights.down_scale, d.y = y;
   d.split_k(tiles, int(F), A, std::int64_t(y.extent(0)), down::frag::split_k_teams());
-  if (d.splits > 1)
-    d.arrivals = Impl::PartArrivals<mem>::of(arrivals, tiles * d.column_blocks,
-                                             Impl::storing_threads<typename down::frag>());
-  Kokkos::View<int**, Kokkos::LayoutRight, mem> token_arrivals("token_arrivals", T, H);
-  const bool combined =
-      d.fold_combine({token_arrivals, plan.position, p.routing_weights, p.out}, T);
   Kokkos::parallel_for(d.make_policy(exec, tiles, down::scratch_bytes(), "down"), d);
-  if (!combined) {
-    using combine = Impl::CombineKernel<Space, token, 1>;
-    Kokkos::parallel_for(
-        Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(0, combine::items(T, H)),
-        combine{y, plan.position, p.routing_weights, p.out, k, H});
-  }
+  using combine = Impl::CombineKernel<Space, token, 1>;
+  Kokkos::parallel_for(
+      Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(0, combine::items(T, H)),
+      combine{y, plan.position, p.routing_weights, p.out, k, H, d.splits, A});
   Kokkos::fence();
 }
 

@@ -45,11 +45,6 @@ const Case cases[] = {
     {"off_tile_large", 4, 2, 100, 130, 75, 3},
     {"split_k_decode", 4, 2, 40, 1700, 3, 4},   // few tiles, long F: the down projection splits F
     {"split_k_gate_up", 4, 2, 1700, 40, 3, 4},  // few tiles, long H: gate/up split H
-    // Split-K down with 20 and 35 rows per expert (medium tiles: on sm_90a
-    // the warp-specialised kernels), the combine in the down kernel (40
-    // tokens) and after it (70 tokens: past folded_combine_tokens).
-    {"split_k_medium_tiles", 2, 1, 40, 1700, 40, 2},
-    {"split_k_past_folded_combine", 2, 1, 40, 1700, 70, 2},
     // Decode tiles with 1 to 8 and more rows per expert (7 on average), K
     // and N past the last whole vector and tile.
     {"decode_tiles_partly_filled", 8, 2, 300, 45, 28, 8},
@@ -76,7 +71,6 @@ const Case cases[] = {
     {"all_on_one_expert_copies", 8, 1, 272, 48, 70, 1},
     {"large_tiles_short_last_copies", 2, 1, 64, 208, 600, 2},
     {"split_k_decode_copies", 4, 2, 48, 1712, 3, 4},
-    {"split_k_medium_tiles_copies", 2, 1, 48, 1712, 40, 2},
 };
 
 // A random problem of the case's shape, with its routing set.
