@@ -9,9 +9,8 @@ H200 (2026-12-04), one point per model, dtype and batch size, with their
 fraction of the floor in our units and a target of 1.03x it. Prints one row
 a point: the best peer, its fraction, ours (the record on the peers'
 routing: the traces for DeepSeek-V3 and GPT-OSS-20B, uniform for
-Mixtral-8x7B; Qwen2-57B's record is on Zipf 0.5, held to the same
-fraction), ours over the peer's fraction, and whether the point reaches
-its target. --summary prints the counts only.
+Mixtral-8x7B and Qwen2-57B), ours over the peer's fraction, and whether the
+point reaches its target. --summary prints the counts only.
 """
 import argparse
 import json
@@ -24,7 +23,7 @@ ROUTING = {
     "deepseek-v3": "trace:deepseek-v3-prefill4096-sampled",
     "gpt-oss-20b": "trace:gpt-oss-20b-decode",
     "mixtral-8x7b": "uniform",
-    "qwen2-57b": "zipf0.5",
+    "qwen2-57b": "uniform",
 }
 
 PEER_NAMES = {
