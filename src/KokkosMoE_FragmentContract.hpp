@@ -93,6 +93,15 @@
 //                     multiplies from memory (a thread that streams the
 //                     weights itself: the host's decode fragment)
 //
+// Tiles loaded by the fragment (optional, one-thread teams)
+//   static constexpr bool loads_rows  true: the loader first offers each
+//                     tile to load_rows(tile, height, rows, cols, row_at)
+//                     -> bool, which fills it as the loader would (rows and
+//                     columns past rows and cols zero, up to height rows)
+//                     and returns true, or returns false and leaves it to
+//                     the loader (a layout the loader would fill element
+//                     by element: the host panel fragment's k-major tokens)
+//
 // Team schedule (optional)
 //   schedule          a Kokkos::Schedule for the kernels' TeamPolicy
 //                     (default: Kokkos' own, static)
@@ -271,6 +280,11 @@ constexpr bool optional_flag() {
   if constexpr (fragment_contract::has<Flag, Frag>) return Flag<Frag>::value;
   else return false;
 }
+// Whether a one-thread fragment loads its operand tiles itself (loads_rows).
+template <class Frag>
+using loads_rows_flag = std::integral_constant<bool, Frag::loads_rows>;
+template <class Frag>
+constexpr bool loads_rows = optional_flag<loads_rows_flag, Frag>();
 template <class Frag>
 using weights_in_place_flag = std::integral_constant<bool, Frag::weights_in_place>;
 // Whether Frag reads the weights of Scalar in place (its optional

@@ -19,11 +19,22 @@
 namespace KokkosMoE {
 namespace Test {
 
+// The part of a tile product that a step takes: `tokens` rows of a, `rows`
+// rows of b, `depth` k (the whole tile, or less for the fragments that read
+// weights in place).
+struct TileShare {
+  int tokens, rows, depth;
+};
+
 // c += a b^T through the fragment of (Space, Scalar), from global memory via
-// scratch tiles; a and b hold values representable in Scalar. (A free
-// function: CUDA lambdas cannot live in a test body, a private member.)
-template <class Space, class Scalar, class frag, class View>
-void fragment_mma(const View& a, const View& b, const View& c, int team_size) {
+// scratch tiles, or where in_place, with b read where it lies in memory
+// (bs, in Scalar: the fragments with weights_in_place); a and b hold
+// values representable in Scalar. Fragments that load tiles themselves
+// (loads_rows) load a from as. (A free function: CUDA lambdas cannot live
+// in a test body, a private member.)
+template <class Space, class Scalar, class frag, class View, class ScalarView>
+void fragment_mma(const View& a, const View& b, const ScalarView& as, const ScalarView& bs,
+                  const View& c, int team_size, bool in_place, TileShare share) {
   using policy = Kokkos::TeamPolicy<Space, typename frag::launch_bounds>;
   const int M = frag::tile_m, N = frag::tile_n, K = frag::tile_k;
   const std::size_t bytes = frag::operand_bytes(M) + frag::operand_bytes(N) +
@@ -31,23 +42,42 @@ void fragment_mma(const View& a, const View& b, const View& c, int team_size) {
   Kokkos::parallel_for(
       policy(1, team_size).set_scratch_size(Impl::scratch_level<frag>(), Kokkos::PerTeam(bytes)),
       KOKKOS_LAMBDA(const typename policy::member_type& m) {
-        const typename frag::tile as = frag::operand(m, M), bs = frag::operand(m, N);
+        const typename frag::tile at = frag::operand(m, M), bt = frag::operand(m, N);
         typename frag::accumulator_type cs = frag::accumulator(m);
-        Kokkos::parallel_for(Kokkos::TeamThreadRange(m, M * K), [&](int i) {
-          *frag::element(as, i / K, i % K) = frag::to_operand(Scalar(a(i / K, i % K)));
-        });
+        bool loaded = false;
+        if constexpr (Impl::loads_rows<frag>)
+          loaded = frag::load_rows(at, M, share.tokens, share.depth,
+                                   [&](int r) { return &as(r, 0); });
+        if (!loaded)
+          Kokkos::parallel_for(Kokkos::TeamThreadRange(m, M * K), [&](int i) {
+            const bool inside = i / K < share.tokens && i % K < share.depth;
+            *frag::element(at, i / K,
+                           i % K) = frag::to_operand(Scalar(inside ? a(i / K, i % K) : 0));
+          });
         Kokkos::parallel_for(Kokkos::TeamThreadRange(m, N * K), [&](int i) {
-          *frag::element(bs, i / K, i % K) = frag::to_operand(Scalar(b(i / K, i % K)));
+          *frag::element(bt, i / K, i % K) = frag::to_operand(Scalar(b(i / K, i % K)));
         });
         frag::zero(m, cs);
         m.team_barrier();
-        frag::mma_nt(m, as, bs, cs);  // twice: accumulation carries over
-        frag::mma_nt(m, as, bs, cs);
+        // Twice: accumulation carries over.
+        if constexpr (Impl::reads_weights_in_place<frag, Scalar>) {
+          if (in_place) {
+            const Impl::InPlaceWeights<Scalar> w{&bs(0, 0), K, share.rows, share.depth,
+                                                 share.tokens};
+            frag::mma_nt(m, at, w, cs);
+            frag::mma_nt(m, at, w, cs);
+          }
+        }
+        if (!in_place) {
+          frag::mma_nt(m, at, bt, cs);
+          frag::mma_nt(m, at, bt, cs);
+        }
         frag::finish(m, cs);
         frag::template store<2>(
             m,
             [&](int r, int n, const auto& run) {
-              for (int i = 0; i < run.width; ++i) c(r, n + i) += run.v[i];
+              for (int i = 0; i < run.width; ++i)
+                if (r < share.tokens && n + i < share.rows) c(r, n + i) += run.v[i];
             },
             cs);
       });
@@ -78,29 +108,46 @@ void expect_fragment_mma() {
   std::vector<int> team_sizes = {frag::team_size()};
   if (frag::team_threads == 0 && frag::team_size() == 1 && Space().concurrency() >= 2)
     team_sizes.push_back(2);
-  for (int team_size : team_sizes) {
-    SCOPED_TRACE("team size " + std::to_string(team_size));
-    fill_uniform(c, -1, 1, 3);
-    const auto c0 = to_double(c);
-    fragment_mma<Space, Scalar, frag>(a, b, c, team_size);
-    const auto got = to_double(c);
-    for (int i = 0; i < M; ++i)
-      for (int j = 0; j < N; ++j) {
-        double want = 0, magnitude = 0;
-        for (int q = 0; q < K; ++q) {
-          want += a0[i * K + q] * b0[j * K + q];
-          magnitude += std::abs(a0[i * K + q] * b0[j * K + q]);
-        }
-        // A float sum of n terms in another order than float64's: errors
-        // of about sqrt(n) float ulps of the terms' magnitude (n = 2K + 1;
-        // deep decode steps, K = 4096, reach past a fixed 1e-4 where
-        // baseline x86-64's narrower vectors sum in another order).
-        const double spread = 4 * std::sqrt(2.0 * K + 1) * 0x1p-24 *
-                              (2 * magnitude + std::abs(c0[i * N + j]));
-        EXPECT_NEAR(got[i * N + j], c0[i * N + j] + 2 * want, std::max(1e-4, spread))
-            << i << "," << j;
-      }
+  // Whole tiles through scratch; where the fragment reads weights in place,
+  // also in place, whole and in part (fewer token rows, weight rows and k
+  // than the tile holds: only those are stored).
+  struct Case {
+    bool in_place;
+    TileShare share;
+  };
+  std::vector<Case> cases = {{false, {M, N, K}}};
+  if (Impl::reads_weights_in_place<frag, Scalar>) {
+    cases.push_back({true, {M, N, K}});
+    cases.push_back({true, {M - 1, N - 3, K - 5}});
   }
+  for (int team_size : team_sizes)
+    for (const Case& kase : cases) {
+      SCOPED_TRACE("team size " + std::to_string(team_size) +
+                   (kase.in_place ? ", in place " : ", ") + std::to_string(kase.share.tokens) +
+                   " x " + std::to_string(kase.share.rows) + " x " +
+                   std::to_string(kase.share.depth));
+      fill_uniform(c, -1, 1, 3);
+      const auto c0 = to_double(c);
+      fragment_mma<Space, Scalar, frag>(a, b, as, bs, c, team_size, kase.in_place, kase.share);
+      const auto got = to_double(c);
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j) {
+          const bool stored = i < kase.share.tokens && j < kase.share.rows;
+          double want = 0, magnitude = 0;
+          for (int q = 0; q < (stored ? kase.share.depth : 0); ++q) {
+            want += a0[i * K + q] * b0[j * K + q];
+            magnitude += std::abs(a0[i * K + q] * b0[j * K + q]);
+          }
+          // A float sum of n terms in another order than float64's: errors
+          // of about sqrt(n) float ulps of the terms' magnitude (n = 2K + 1;
+          // deep decode steps, K = 4096, reach past a fixed 1e-4 where
+          // baseline x86-64's narrower vectors sum in another order).
+          const double spread = 4 * std::sqrt(2.0 * K + 1) * 0x1p-24 *
+                                (2 * magnitude + std::abs(c0[i * N + j]));
+          EXPECT_NEAR(got[i * N + j], c0[i * N + j] + 2 * want, std::max(1e-4, spread))
+              << i << "," << j;
+        }
+    }
 }
 
 }  // namespace Test

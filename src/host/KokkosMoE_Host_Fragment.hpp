@@ -9,11 +9,13 @@
 //
 // Two shapes:
 //   HostPanelFragment (medium and large tiles: prefill, 16 and 32 token
-//     rows) holds the token tile k-major, a[k][m]; weights are b[n][k]. A
-//     register block of NB columns by two vectors of rows accumulates
-//     c[n][m..] += b[n][k] * a[k][m..]: one broadcast weight times a vector
-//     of tokens, 2 NB independent FMAs per k; the block is loaded and
-//     stored once per K step of 32.
+//     rows) holds the token tile k-major, a[k][m] (transposed in registers
+//     as it loads: load_rows); weights are b[n][k]. A register block of NB
+//     columns by two vectors of rows accumulates c[n][m..] += b[n][k] *
+//     a[k][m..]: one broadcast weight times a vector of tokens, 2 NB
+//     independent FMAs per k. Large tiles read the weights in place, a
+//     vector of k of each of the block's rows at a time, over K steps of
+//     128; medium ones from weight tiles in scratch, K steps of 32.
 //   HostDotFragment (small tiles: decode, up to 8 tokens per expert) holds
 //     the token tile as in memory, [row][k], K steps of 4096 deep, reads the
 //     weights where they lie in memory (weights_in_place: no copy into
@@ -144,16 +146,35 @@ struct HostAccumulators {
   alignas(64) float v[Major * Minor];
 };
 
+// Large tiles (32 token rows) read their weights in place, K steps of 128
+// (level-1 scratch: the token tile is 16 KiB); medium ones (16 rows) take
+// weight tiles in scratch, K steps of 32 (with medium tiles in place too,
+// DeepSeek-V3 / 16 at 512 tokens, whose experts get 16 rows on average,
+// took 1.16x the time: one vector of tokens a block).
+template <int TileM>
+constexpr bool panel_in_place = TileM == 32;
+template <int TileM>
+constexpr int panel_depth = panel_in_place<TileM> ? 128 : 32;
+
 template <class ExecutionSpace, int TileM, int TileN>
 struct HostPanelFragment
-    : HostFragmentBase<HostPanelFragment<ExecutionSpace, TileM, TileN>, ExecutionSpace, 32> {
-  using base = HostFragmentBase<HostPanelFragment, ExecutionSpace, 32>;
+    : HostFragmentBase<HostPanelFragment<ExecutionSpace, TileM, TileN>, ExecutionSpace,
+                       panel_depth<TileM>, panel_in_place<TileM> ? 1 : 0> {
+  using base = HostFragmentBase<HostPanelFragment, ExecutionSpace, panel_depth<TileM>,
+                                panel_in_place<TileM> ? 1 : 0>;
   using typename base::tile;
   static constexpr int tile_m = TileM, tile_n = TileN, tile_k = base::tile_k;
   static_assert(tile_m != tile_n, "token and weight tiles are told apart by their rows");
   // The token tile is k-major: a row's k are not adjacent.
   static constexpr bool k_contiguous = false;
-  using accumulator_type = HostAccumulators<tile_n, tile_m>;  // [n][m]
+  struct accumulator_type {
+    alignas(64) float v[tile_n * tile_m];  // [n][m]
+    int rows = tile_m;                     // the token rows stored (InPlaceWeights::tokens)
+  };
+  // Weights multiplied where they lie (InPlaceWeights): no copy of each
+  // step's weight tile into scratch, and a block's accumulators loaded and
+  // stored once per 128 k.
+  static constexpr bool weights_in_place = panel_in_place<TileM>;
 
   static constexpr int lanes = host_vector::lanes;
   // Register blocks of MB token vectors by NB columns: MB * NB
@@ -170,7 +191,37 @@ struct HostPanelFragment
   static float* element(const tile& t, int r, int c) {
     return t.extent_int(0) == tile_m ? t.data() + c * tile_m + r : t.data() + r * tile_k + c;
   }
-  static constexpr int rows_of(const accumulator_type&) { return tile_m; }
+  // The token tile by blocks of `lanes` rows by `lanes` k, each row's run
+  // widened as a vector and the block transposed in registers (element by
+  // element, the transposition was a sixth of the prefill kernels' time);
+  // weight tiles (row-major) are left to the loader.
+  static constexpr bool loads_rows = true;
+  template <class RowAt>
+  static bool load_rows(const tile& t, int height, int rows, int cols, const RowAt& row_at) {
+    if constexpr (!std::is_pointer<decltype(row_at(0))>::value) {
+      return false;
+    } else {
+      if (t.extent_int(0) != tile_m) return false;
+      using namespace host_vector;
+      float* __restrict a = t.data();
+      for (int r0 = 0; r0 < height; r0 += lanes)
+        for (int c0 = 0; c0 < tile_k; c0 += lanes) {
+          const int n = cols - c0 < lanes ? cols - c0 : lanes;
+          vfloat v[lanes];
+#pragma GCC unroll 16
+          for (int r = 0; r < lanes; ++r) {
+            if (r0 + r >= rows || n <= 0) v[r] = broadcast(0.0f);
+            else if (n == lanes) v[r] = widen(row_at(r0 + r) + c0);
+            else v[r] = widen_first(row_at(r0 + r) + c0, n);
+          }
+          transpose(v);
+#pragma GCC unroll 16
+          for (int c = 0; c < lanes; ++c) host_vector::store(a + (c0 + c) * tile_m + r0, v[c]);
+        }
+      return true;
+    }
+  }
+  static int rows_of(const accumulator_type& acc) { return acc.rows; }
   // R columns of row m, gathered from the [n][m] layout.
   template <int R>
   static ColumnRun<R> run(const accumulator_type& acc, int m, int n) {
@@ -189,6 +240,20 @@ struct HostPanelFragment
     for (int m0 = 0; m0 < tile_m; m0 += MB * lanes) {
       for (int n0 = 0; n0 < whole; n0 += NB) multiply_block<NB>(a, b, c, m0, n0);
       if constexpr (whole < tile_n) multiply_block<tile_n - whole>(a, b, c, m0, whole);
+    }
+  }
+  // c[n][m] += sum_k b[n][k] a[k][m], the weights read where they lie
+  // (InPlaceWeights): b.rows rows, b.depth deep, the blocks of token rows
+  // that hold b.tokens rows.
+  template <class Scalar>
+  static void multiply_in_place(const float* __restrict a, const InPlaceWeights<Scalar>& b,
+                                accumulator_type& acc) {
+    acc.rows = b.tokens < tile_m ? b.tokens : tile_m;
+    const int rows = b.rows < tile_n ? b.rows : tile_n;
+    const int whole = rows / NB * NB;
+    for (int m0 = 0; m0 < acc.rows; m0 += MB * lanes) {
+      for (int n0 = 0; n0 < whole; n0 += NB) multiply_block_in_place<NB>(a, b, acc.v, m0, n0, NB);
+      if (whole < rows) multiply_block_in_place<NB>(a, b, acc.v, m0, whole, rows - whole);
     }
   }
 
@@ -216,6 +281,51 @@ struct HostPanelFragment
     }
 #pragma GCC unroll 16
     for (int j = 0; j < N; ++j)
+#pragma GCC unroll 4
+      for (int i = 0; i < MB; ++i)
+        host_vector::store(c + (n0 + j) * tile_m + m0 + i * lanes, block[j][i]);
+  }
+  // The block of columns [n0, n0 + used) (N accumulated, the rows past
+  // `used` repeating the last one and not stored) over the step's depth:
+  // each chunk of `lanes` k of the N weight rows is widened into a small
+  // buffer, from which each k's weights are broadcast (one load a row for
+  // lanes k, rows H apart never in L1 at once).
+  template <int N, class Scalar>
+  static void multiply_block_in_place(const float* __restrict a, const InPlaceWeights<Scalar>& b,
+                                      float* __restrict c, int m0, int n0, int used) {
+    using namespace host_vector;
+    const Scalar* row[N];
+#pragma GCC unroll 16
+    for (int j = 0; j < N; ++j) row[j] = b.first + (n0 + (j < used ? j : used - 1)) * b.ld;
+    vfloat block[N][MB];
+#pragma GCC unroll 16
+    for (int j = 0; j < N; ++j)
+#pragma GCC unroll 4
+      for (int i = 0; i < MB; ++i) block[j][i] = load(c + (n0 + j) * tile_m + m0 + i * lanes);
+    alignas(64) float w[N][lanes];
+    for (int k0 = 0; k0 < b.depth; k0 += lanes) {
+      const int n = b.depth - k0 < lanes ? b.depth - k0 : lanes;
+      if (n == lanes) {
+#pragma GCC unroll 16
+        for (int j = 0; j < N; ++j) host_vector::store(w[j], widen(row[j] + k0));
+      } else {
+#pragma GCC unroll 16
+        for (int j = 0; j < N; ++j) host_vector::store(w[j], widen_first(row[j] + k0, n));
+      }
+      for (int kk = 0; kk < n; ++kk) {
+        vfloat tokens[MB];
+#pragma GCC unroll 4
+        for (int i = 0; i < MB; ++i) tokens[i] = load(a + (k0 + kk) * tile_m + m0 + i * lanes);
+#pragma GCC unroll 16
+        for (int j = 0; j < N; ++j) {
+          const vfloat v = broadcast(w[j][kk]);
+#pragma GCC unroll 4
+          for (int i = 0; i < MB; ++i) block[j][i] = fma(v, tokens[i], block[j][i]);
+        }
+      }
+    }
+#pragma GCC unroll 16
+    for (int j = 0; j < N && j < used; ++j)
 #pragma GCC unroll 4
       for (int i = 0; i < MB; ++i)
         host_vector::store(c + (n0 + j) * tile_m + m0 + i * lanes, block[j][i]);
