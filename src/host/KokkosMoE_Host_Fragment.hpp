@@ -193,7 +193,7 @@ struct HostPanelFragment
   }
   // The token tile by blocks of `lanes` rows by `lanes` k, each row's run
   // widened as a vector and the block transposed in registers (element by
-  // element, the transposition was a sixth of the prefill kernels' time);
+  // element, the transposition took about a seventh of gate/up's time);
   // weight tiles (row-major) are left to the loader.
   static constexpr bool loads_rows = true;
   template <class RowAt>
