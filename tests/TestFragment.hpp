@@ -44,10 +44,16 @@ void fragment_mma(const View& a, const View& b, const ScalarView& as, const Scal
       KOKKOS_LAMBDA(const typename policy::member_type& m) {
         const typename frag::tile at = frag::operand(m, M), bt = frag::operand(m, N);
         typename frag::accumulator_type cs = frag::accumulator(m);
+        // Captured here: nvcc's extended lambdas cannot first capture a
+        // variable inside a constexpr-if.
+        const ScalarView tokens = as, weights = bs;
+        const TileShare part = share;
+        const bool read_in_place = in_place;
+        (void)tokens, (void)weights;  // unused where the fragment has neither
         bool loaded = false;
         if constexpr (Impl::loads_rows<frag>)
-          loaded = frag::load_rows(at, M, share.tokens, share.depth,
-                                   [&](int r) { return &as(r, 0); });
+          loaded = frag::load_rows(at, M, part.tokens, part.depth,
+                                   [&](int r) { return &tokens(r, 0); });
         if (!loaded)
           Kokkos::parallel_for(Kokkos::TeamThreadRange(m, M * K), [&](int i) {
             const bool inside = i / K < share.tokens && i % K < share.depth;
@@ -61,14 +67,14 @@ void fragment_mma(const View& a, const View& b, const ScalarView& as, const Scal
         m.team_barrier();
         // Twice: accumulation carries over.
         if constexpr (Impl::reads_weights_in_place<frag, Scalar>) {
-          if (in_place) {
-            const Impl::InPlaceWeights<Scalar> w{&bs(0, 0), K, share.rows, share.depth,
-                                                 share.tokens};
+          if (read_in_place) {
+            const Impl::InPlaceWeights<Scalar> w{&weights(0, 0), K, part.rows, part.depth,
+                                                 part.tokens};
             frag::mma_nt(m, at, w, cs);
             frag::mma_nt(m, at, w, cs);
           }
         }
-        if (!in_place) {
+        if (!read_in_place) {
           frag::mma_nt(m, at, bt, cs);
           frag::mma_nt(m, at, bt, cs);
         }
