@@ -56,7 +56,7 @@ void fragment_mma(const View& a, const View& b, const ScalarView& as, const Scal
                                    [&](int r) { return &tokens(r, 0); });
         if (!loaded)
           Kokkos::parallel_for(Kokkos::TeamThreadRange(m, M * K), [&](int i) {
-            const bool inside = i / K < share.tokens && i % K < share.depth;
+            const bool inside = i / K < part.tokens && i % K < part.depth;
             *frag::element(at, i / K,
                            i % K) = frag::to_operand(Scalar(inside ? a(i / K, i % K) : 0));
           });
@@ -83,7 +83,7 @@ void fragment_mma(const View& a, const View& b, const ScalarView& as, const Scal
             m,
             [&](int r, int n, const auto& run) {
               for (int i = 0; i < run.width; ++i)
-                if (r < share.tokens && n + i < share.rows) c(r, n + i) += run.v[i];
+                if (r < part.tokens && n + i < part.rows) c(r, n + i) += run.v[i];
             },
             cs);
       });

@@ -140,12 +140,6 @@ struct HostFragmentBase {
  public:
 };
 
-// Accumulators of Rows x Cols outputs, kept as Major x Minor floats.
-template <int Major, int Minor>
-struct HostAccumulators {
-  alignas(64) float v[Major * Minor];
-};
-
 // Large tiles (32 token rows) read their weights in place, K steps of 128
 // (level-1 scratch: the token tile is 16 KiB); medium ones (16 rows) take
 // weight tiles in scratch, K steps of 32 (with medium tiles in place too,
@@ -250,11 +244,9 @@ struct HostPanelFragment
                                 accumulator_type& acc) {
     acc.rows = b.tokens < tile_m ? b.tokens : tile_m;
     const int rows = b.rows < tile_n ? b.rows : tile_n;
-    const int whole = rows / NB * NB;
-    for (int m0 = 0; m0 < acc.rows; m0 += MB * lanes) {
-      for (int n0 = 0; n0 < whole; n0 += NB) multiply_block_in_place<NB>(a, b, acc.v, m0, n0, NB);
-      if (whole < rows) multiply_block_in_place<NB>(a, b, acc.v, m0, whole, rows - whole);
-    }
+    for (int m0 = 0; m0 < acc.rows; m0 += MB * lanes)
+      for (int n0 = 0; n0 < rows; n0 += NB)
+        multiply_block_in_place(a, b, acc.v, m0, n0, rows - n0 < NB ? rows - n0 : NB);
   }
 
  private:
@@ -285,15 +277,17 @@ struct HostPanelFragment
       for (int i = 0; i < MB; ++i)
         host_vector::store(c + (n0 + j) * tile_m + m0 + i * lanes, block[j][i]);
   }
-  // The block of columns [n0, n0 + used) (N accumulated, the rows past
-  // `used` repeating the last one and not stored) over the step's depth:
-  // each chunk of `lanes` k of the N weight rows is widened into a small
-  // buffer, from which each k's weights are broadcast (one load a row for
-  // lanes k, rows H apart never in L1 at once).
-  template <int N, class Scalar>
+  // The block of columns [n0, n0 + used) (NB accumulated, the rows past
+  // `used` repeating the last one, neither loaded from c nor stored: they
+  // may lie past the tile) over the step's depth: each chunk of `lanes` k
+  // of the NB weight rows is widened into a small buffer, from which each
+  // k's weights are broadcast (one load a row for lanes k, rows H apart
+  // never in L1 at once).
+  template <class Scalar>
   static void multiply_block_in_place(const float* __restrict a, const InPlaceWeights<Scalar>& b,
                                       float* __restrict c, int m0, int n0, int used) {
     using namespace host_vector;
+    constexpr int N = NB;
     const Scalar* row[N];
 #pragma GCC unroll 16
     for (int j = 0; j < N; ++j) row[j] = b.first + (n0 + (j < used ? j : used - 1)) * b.ld;
@@ -301,7 +295,8 @@ struct HostPanelFragment
 #pragma GCC unroll 16
     for (int j = 0; j < N; ++j)
 #pragma GCC unroll 4
-      for (int i = 0; i < MB; ++i) block[j][i] = load(c + (n0 + j) * tile_m + m0 + i * lanes);
+      for (int i = 0; i < MB; ++i)
+        block[j][i] = j < used ? load(c + (n0 + j) * tile_m + m0 + i * lanes) : broadcast(0.0f);
     alignas(64) float w[N][lanes];
     for (int k0 = 0; k0 < b.depth; k0 += lanes) {
       const int n = b.depth - k0 < lanes ? b.depth - k0 : lanes;
@@ -325,7 +320,7 @@ struct HostPanelFragment
       }
     }
 #pragma GCC unroll 16
-    for (int j = 0; j < N && j < used; ++j)
+    for (int j = 0; j < used; ++j)
 #pragma GCC unroll 4
       for (int i = 0; i < MB; ++i)
         host_vector::store(c + (n0 + j) * tile_m + m0 + i * lanes, block[j][i]);
