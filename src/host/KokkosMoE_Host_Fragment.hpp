@@ -13,9 +13,9 @@
 //     as it loads: load_rows); weights are b[n][k]. A register block of NB
 //     columns by two vectors of rows accumulates c[n][m..] += b[n][k] *
 //     a[k][m..]: one broadcast weight times a vector of tokens, 2 NB
-//     independent FMAs per k. Large tiles read the weights in place, a
-//     vector of k of each of the block's rows at a time, over K steps of
-//     128; medium ones from weight tiles in scratch, K steps of 32.
+//     independent FMAs per k. The weights are read in place, a vector
+//     of k of each of the block's rows at a time, over K steps of 128 (e4m3
+//     weights from the tiles in scratch the loader dequantises them into).
 //   HostDotFragment (small tiles: decode, up to 8 tokens per expert) holds
 //     the token tile as in memory, [row][k], K steps of 4096 deep, reads the
 //     weights where they lie in memory (weights_in_place: no copy into
@@ -140,22 +140,16 @@ struct HostFragmentBase {
  public:
 };
 
-// Large tiles (32 token rows) read their weights in place, K steps of 128
-// (level-1 scratch: the token tile is 16 KiB); medium ones (16 rows) take
-// weight tiles in scratch, K steps of 32 (with medium tiles in place too,
-// DeepSeek-V3 / 16 at 512 tokens, whose experts get 16 rows on average,
-// took 1.16x the time: one vector of tokens a block).
-template <int TileM>
-constexpr bool panel_in_place = TileM == 32;
-template <int TileM>
-constexpr int panel_depth = panel_in_place<TileM> ? 128 : 32;
-
+// Token tiles of 16 and 32 rows read their weights in place, K steps of
+// 128 (level-1 scratch: the 32-row token tile is 16 KiB), each register
+// block's rows prefetched while the block before it multiplies (16-row
+// tiles, one vector of tokens a block, took 1.16x the time of weight tiles
+// in scratch before that prefetch, 0.77x with it, at DeepSeek-V3 / 16 with
+// 512 tokens, whose experts get 16 rows on average).
 template <class ExecutionSpace, int TileM, int TileN>
 struct HostPanelFragment
-    : HostFragmentBase<HostPanelFragment<ExecutionSpace, TileM, TileN>, ExecutionSpace,
-                       panel_depth<TileM>, panel_in_place<TileM> ? 1 : 0> {
-  using base = HostFragmentBase<HostPanelFragment, ExecutionSpace, panel_depth<TileM>,
-                                panel_in_place<TileM> ? 1 : 0>;
+    : HostFragmentBase<HostPanelFragment<ExecutionSpace, TileM, TileN>, ExecutionSpace, 128, 1> {
+  using base = HostFragmentBase<HostPanelFragment, ExecutionSpace, 128, 1>;
   using typename base::tile;
   static constexpr int tile_m = TileM, tile_n = TileN, tile_k = base::tile_k;
   static_assert(tile_m != tile_n, "token and weight tiles are told apart by their rows");
@@ -167,8 +161,9 @@ struct HostPanelFragment
   };
   // Weights multiplied where they lie (InPlaceWeights): no copy of each
   // step's weight tile into scratch, and a block's accumulators loaded and
-  // stored once per 128 k.
-  static constexpr bool weights_in_place = panel_in_place<TileM>;
+  // stored once per 128 k. (e4m3 weights, which the loader dequantises,
+  // come as weight tiles in scratch: multiply.)
+  static constexpr bool weights_in_place = true;
 
   static constexpr int lanes = host_vector::lanes;
   // Register blocks of MB token vectors by NB columns: MB * NB
@@ -226,9 +221,8 @@ struct HostPanelFragment
 
   // c[n][m] += sum_k b[n][k] a[k][m] over the tile: a [tile_k][tile_m],
   // b [tile_n][tile_k], c [tile_n][tile_m]; blocks of NB columns, the last
-  // one narrower where NB does not divide tile_n. (b is the weight tile in
-  // scratch, 32 k a row: in memory, rows H apart, the broadcasts of a
-  // step's rows would fall into a few cache sets.)
+  // one narrower where NB does not divide tile_n (b: a weight tile the
+  // loader dequantised into scratch).
   static void multiply(const float* __restrict a, const float* __restrict b, float* __restrict c) {
     constexpr int whole = tile_n / NB * NB;
     for (int m0 = 0; m0 < tile_m; m0 += MB * lanes) {
@@ -245,8 +239,14 @@ struct HostPanelFragment
     acc.rows = b.tokens < tile_m ? b.tokens : tile_m;
     const int rows = b.rows < tile_n ? b.rows : tile_n;
     for (int m0 = 0; m0 < acc.rows; m0 += MB * lanes)
-      for (int n0 = 0; n0 < rows; n0 += NB)
-        multiply_block_in_place(a, b, acc.v, m0, n0, rows - n0 < NB ? rows - n0 : NB);
+      for (int n0 = 0; n0 < rows; n0 += NB) {
+        // The block after this one, whose rows are fetched while this one
+        // multiplies (the last block's: the first block's, for the next
+        // block of token rows).
+        const int next = n0 + NB < rows ? n0 + NB : m0 + MB * lanes < acc.rows ? 0 : rows;
+        multiply_block_in_place(a, b, acc.v, m0, n0, rows - n0 < NB ? rows - n0 : NB, next,
+                                rows - next < NB ? rows - next : NB);
+      }
   }
 
  private:
@@ -283,14 +283,21 @@ struct HostPanelFragment
   // of the NB weight rows is widened into a small buffer, from which each
   // k's weights are broadcast (one load a row for lanes k, rows H apart
   // never in L1 at once).
+  // The `following` rows from `next` on are prefetched as it goes, a cache
+  // line of each per 64 bytes of k: each block's rows start a new stream
+  // of each row, H apart, whose first lines the hardware prefetcher does
+  // not fetch ahead of the multiplies.
   template <class Scalar>
   static void multiply_block_in_place(const float* __restrict a, const InPlaceWeights<Scalar>& b,
-                                      float* __restrict c, int m0, int n0, int used) {
+                                      float* __restrict c, int m0, int n0, int used, int next,
+                                      int following) {
     using namespace host_vector;
     constexpr int N = NB;
+    constexpr int line = 64 / sizeof(Scalar);  // k a cache line
     const Scalar* row[N];
 #pragma GCC unroll 16
     for (int j = 0; j < N; ++j) row[j] = b.first + (n0 + (j < used ? j : used - 1)) * b.ld;
+    const Scalar* ahead = b.first + next * b.ld;
     vfloat block[N][MB];
 #pragma GCC unroll 16
     for (int j = 0; j < N; ++j)
@@ -300,6 +307,8 @@ struct HostPanelFragment
     alignas(64) float w[N][lanes];
     for (int k0 = 0; k0 < b.depth; k0 += lanes) {
       const int n = b.depth - k0 < lanes ? b.depth - k0 : lanes;
+      if (k0 % line == 0)
+        for (int j = 0; j < following; ++j) __builtin_prefetch(ahead + j * b.ld + k0);
       if (n == lanes) {
 #pragma GCC unroll 16
         for (int j = 0; j < N; ++j) host_vector::store(w[j], widen(row[j] + k0));
