@@ -278,6 +278,26 @@ struct HostPanelFragment
   }
 
  private:
+  // n k's multiply-adds into a register block: `tokens` the first k's token
+  // rows from the block's first, weight(j, kk) the weight of column j at
+  // the kk-th k.
+  template <int N, class Weight>
+  __attribute__((always_inline)) static void multiply_chunk(host_vector::vfloat (&block)[N][MB],
+                                                            const float* __restrict tokens, int n,
+                                                            const Weight& weight) {
+    using namespace host_vector;
+    for (int kk = 0; kk < n; ++kk) {
+      vfloat t[MB];
+#pragma GCC unroll 4
+      for (int i = 0; i < MB; ++i) t[i] = load(tokens + kk * tile_m + i * lanes);
+#pragma GCC unroll 16
+      for (int j = 0; j < N; ++j) {
+        const vfloat v = broadcast(weight(j, kk));
+#pragma GCC unroll 4
+        for (int i = 0; i < MB; ++i) block[j][i] = fma(v, t[i], block[j][i]);
+      }
+    }
+  }
   // The block of columns [n0, n0 + N) and token rows [m0, m0 + MB lanes).
   template <int N>
   static void multiply_block(const float* __restrict a, const float* __restrict b,
@@ -288,17 +308,7 @@ struct HostPanelFragment
     for (int j = 0; j < N; ++j)
 #pragma GCC unroll 4
       for (int i = 0; i < MB; ++i) block[j][i] = load(c + (n0 + j) * tile_m + m0 + i * lanes);
-    for (int k = 0; k < tile_k; ++k) {
-      vfloat tokens[MB];
-#pragma GCC unroll 4
-      for (int i = 0; i < MB; ++i) tokens[i] = load(a + k * tile_m + m0 + i * lanes);
-#pragma GCC unroll 16
-      for (int j = 0; j < N; ++j) {
-        const vfloat w = broadcast(b[(n0 + j) * tile_k + k]);
-#pragma GCC unroll 4
-        for (int i = 0; i < MB; ++i) block[j][i] = fma(w, tokens[i], block[j][i]);
-      }
-    }
+    multiply_chunk(block, a + m0, tile_k, [&](int j, int k) { return b[(n0 + j) * tile_k + k]; });
 #pragma GCC unroll 16
     for (int j = 0; j < N; ++j)
 #pragma GCC unroll 4
@@ -337,22 +347,11 @@ struct HostPanelFragment
         for (int j = 0; j < following; ++j) __builtin_prefetch(ahead + j * b.ld + k0, 0, 2);
       // Float weights broadcast from their rows, 16-bit ones (and the last
       // k of a step, fewer than a chunk) from a buffer they are widened
-      // into (float weights through it took 5-8 % longer; the same loop
-      // given either source, by a pointer per row or a lambda, took 2-15 %
-      // longer than these two).
+      // into (float weights through it took 5-8 % longer).
       if constexpr (std::is_same<Scalar, float>::value) {
         if (n == lanes) {
-          for (int kk = 0; kk < lanes; ++kk) {
-            vfloat tokens[MB];
-#pragma GCC unroll 4
-            for (int i = 0; i < MB; ++i) tokens[i] = load(a + (k0 + kk) * tile_m + m0 + i * lanes);
-#pragma GCC unroll 16
-            for (int j = 0; j < N; ++j) {
-              const vfloat v = broadcast(row[j][k0 + kk]);
-#pragma GCC unroll 4
-              for (int i = 0; i < MB; ++i) block[j][i] = fma(v, tokens[i], block[j][i]);
-            }
-          }
+          multiply_chunk(block, a + k0 * tile_m + m0, lanes,
+                         [&](int j, int kk) { return row[j][k0 + kk]; });
           continue;
         }
       }
@@ -363,17 +362,7 @@ struct HostPanelFragment
 #pragma GCC unroll 16
         for (int j = 0; j < N; ++j) host_vector::store(w[j], widen_first(row[j] + k0, n));
       }
-      for (int kk = 0; kk < n; ++kk) {
-        vfloat tokens[MB];
-#pragma GCC unroll 4
-        for (int i = 0; i < MB; ++i) tokens[i] = load(a + (k0 + kk) * tile_m + m0 + i * lanes);
-#pragma GCC unroll 16
-        for (int j = 0; j < N; ++j) {
-          const vfloat v = broadcast(w[j][kk]);
-#pragma GCC unroll 4
-          for (int i = 0; i < MB; ++i) block[j][i] = fma(v, tokens[i], block[j][i]);
-        }
-      }
+      multiply_chunk(block, a + k0 * tile_m + m0, n, [&](int j, int kk) { return w[j][kk]; });
     }
 #pragma GCC unroll 16
     for (int j = 0; j < used; ++j)
