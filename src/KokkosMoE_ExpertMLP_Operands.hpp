@@ -145,13 +145,13 @@ struct OperandLoader {
       if (vector && r < rows && c + V <= cols) copy_chunk(t, r, c, row_at(r) + c);
       else convert<V>(t, r, c, rows, cols, row_at);
     };
-    if constexpr (loads_rows<frag>)
-      if (loader_threads <= 1 && threads == 1 && frag::load_rows(t, height, rows, cols, row_at))
-        return;
     if (loader_threads <= 1 && threads == 1) {
-      // One thread (host backends): row by row, one row start each, whole
-      // rows of a full K step without the bound on columns. (Not compiled
-      // into fragments of a fixed team size, the GPU ones.)
+      // One thread (host backends): the fragment's own load where it has
+      // one (loads_rows), else row by row, one row start each, whole rows
+      // of a full K step without the bound on columns. (Not compiled into
+      // fragments of a fixed team size, the GPU ones.)
+      if constexpr (loads_rows<frag>)
+        if (frag::load_rows(t, height, rows, cols, row_at)) return;
       if (cols == BK)
         for (int r = 0; r < height; ++r) convert<BK>(t, r, 0, rows, BK, row_at);
       else
