@@ -210,7 +210,6 @@ struct HostPanelFragment
       return true;
     }
   }
-  static int rows_of(const accumulator_type& acc) { return acc.rows; }
   // The products row by row, [m][n], as the stores take them: the
   // accumulators' [n][m] transposed by blocks of lanes x lanes in registers
   // (gathered element by element into each run, they took about a tenth of
