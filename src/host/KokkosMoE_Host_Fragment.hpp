@@ -20,7 +20,7 @@
 //     the token tile as in memory, [row][k], K steps of 4096 deep, reads the
 //     weights where they lie in memory (weights_in_place: no copy into
 //     scratch; 16-bit weights widened in registers, or with AVX-512 BF16
-//     bfloat16 weights and tokens multiplied as pairs) a few rows at a time
+//     bfloat16 weights and 2-8 token rows multiplied as pairs) a few rows at a time
 //     over the whole step, and sums dot products over k in vectors of
 //     partial sums, added up once when stored: one multiply-add per vector
 //     of weights and token, only for the tokens the tile holds, so that
@@ -534,15 +534,18 @@ struct HostDotFragment
       // L2 as this block reads its own: each block starts NB new streams,
       // whose first lines the hardware prefetcher would leave to wait for
       // memory (a prefetch is a hint: rows past the weights do not fault).
-      const char* ahead[NB];
+      // One prefetch per vector of weights, not per 64-byte line as the
+      // panel fragment's: per line was 1.2x slower at one bf16 token with
+      // AVX2, whose vector is a quarter of a line.
+      const Scalar* ahead[NB];
 #pragma GCC unroll 4
-      for (int j = 0; j < NB; ++j) ahead[j] = reinterpret_cast<const char*>(row[j] + NB * b.ld);
+      for (int j = 0; j < NB; ++j) ahead[j] = row[j] + NB * b.ld;
       for (int k = 0; k < whole; k += chunk) {
         operand weights[NB];
 #pragma GCC unroll 4
         for (int j = 0; j < NB; ++j) weights[j] = Operands::weights(row[j], k);
 #pragma GCC unroll 4
-        for (int j = 0; j < NB; ++j) __builtin_prefetch(ahead[j] + k * sizeof(Scalar), 0, 2);
+        for (int j = 0; j < NB; ++j) __builtin_prefetch(ahead[j] + k, 0, 2);
         step(k, weights);
       }
       if (whole < b.depth) {
@@ -566,7 +569,7 @@ struct HostDotFragment
 // 32 rows (large), 16 (medium: experts of fewer rows, whose 32-row tiles
 // would be half zeros) and 8 for decode (small), whose weight tiles are 64
 // and 128 rows (a team's fixed costs, loading its token tile and adding up
-// its sums, spread over more weights: 1.02-1.1x faster than 16 and 32 rows
+// its sums, spread over more weights: 1.0-1.16x faster than 16 and 32 rows
 // at one and 8 tokens, on one thread).
 template <class ExecutionSpace, TileSize Size>
 struct DefaultFragment<ExecutionSpace, Size,
