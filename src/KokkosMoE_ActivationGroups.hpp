@@ -50,8 +50,10 @@ struct QuantizeGroupsKernel {
   DispatchPlan<memory_space> plan;
   Kokkos::View<const Token**, Kokkos::LayoutRight, memory_space> source;  // [T, C] or [rows, C]
   Kokkos::View<float8_e4m3**, Kokkos::LayoutRight, memory_space> codes;   // [rows, C]
-  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> scales;        // [rows, groups(C)]
+  // [groups(C), rows]: a K step's scales of a tile's rows are one run.
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> scales;
   int k = 1, experts = 0, tile_rows = 0;
+  std::int64_t rows = 0;  // the launch's: its tiles' rows (an upper bound)
   // Row r of tile t takes source row plan.order(...) / k (x, gathered), or
   // the source's row t BM + r (h, already tile-major).
   bool gather = false;
@@ -60,11 +62,11 @@ struct QuantizeGroupsKernel {
   KOKKOS_INLINE_FUNCTION static std::int64_t groups(std::int64_t C) {
     return (C + activation_group - 1) / activation_group;
   }
-  // Over the groups of the rows of `tiles` tiles (the launch's upper bound;
-  // rows of the tiles not in use return at once).
-  static Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>> make_policy(
-      const ExecutionSpace& exec, std::int64_t tiles, int tile_rows, std::int64_t C) {
-    return {exec, 0, tiles * tile_rows * groups(C)};
+  // Over the groups of `rows` rows (rows of the tiles not in use return at
+  // once), the rows of a group next to each other: their scales are.
+  Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>> policy(
+      const ExecutionSpace& exec) const {
+    return {exec, 0, rows * groups(std::int64_t(codes.extent(1)))};
   }
 
   KOKKOS_INLINE_FUNCTION static bool aligned(const void* p) {
@@ -74,7 +76,7 @@ struct QuantizeGroupsKernel {
   KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
     const std::int64_t C = codes.extent(1);
     std::int64_t p, g;
-    row_and_column(i, groups(C), p, g);
+    row_and_column(i, rows, g, p);
     const int tile = int(p / tile_rows), r = int(p - std::int64_t(tile) * tile_rows);
     if (tile >= plan.tile_offsets(experts)) return;
     const int first = plan.tiles(tile, 1);
@@ -88,7 +90,7 @@ struct QuantizeGroupsKernel {
         for (int j = 0; j < activation_group / 16; ++j) reinterpret_cast<Codes*>(to)[j] = Codes{};
       else
         for (int c = 0; c < n; ++c) to[c] = float8_e4m3(0.0f);
-      scales(p, g) = 1.0f;
+      scales(g, p) = 1.0f;
       return;
     }
     const Token* const from = &source(gather ? plan.order(first + r) / k : p, c0);
@@ -109,13 +111,13 @@ struct QuantizeGroupsKernel {
         }
         reinterpret_cast<Codes*>(to)[j] = q;
       }
-      scales(p, g) = s;
+      scales(g, p) = s;
       return;
     }
     for (int c = 0; c < n; ++c) amax = max_magnitude(amax, to_float(from[c]));
     const float s = e4m3_scale(amax);
     for (int c = 0; c < n; ++c) to[c] = float8_e4m3(to_float(from[c]) / s);
-    scales(p, g) = s;
+    scales(g, p) = s;
   }
 };
 

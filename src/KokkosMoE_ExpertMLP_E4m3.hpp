@@ -21,8 +21,10 @@ namespace Impl {
 // What both kernels share, on top of theirs (Base), for the kernel Derived:
 // the quantised activations' scales, K (depth), no row sources (every copy
 // is a tensor copy), and a K step's loads: the activation tile (rows of the
-// tile-major codes at ActivationMap, 64 per box) and Weights weight tiles
-// (the maps from FirstWeightMap on), one after the other in scratch, from
+// tile-major codes at ActivationMap, 64 per box), its rows' scales (one bulk
+// copy: read from global memory by each multiplying thread, their latency
+// was exposed at every step) and Weights weight tiles (the maps from
+// FirstWeightMap on), one after the other in scratch, from
 // Derived::weight_row(w).
 template <class Base, class Derived, int Weights, int ActivationMap, int FirstWeightMap>
 struct E4m3Operands : Base {
@@ -36,19 +38,28 @@ struct E4m3Operands : Base {
   static_assert(BM % activation_box == 0, "whole boxes of activation rows");
   static_assert(Base::multiplies_codes, "a fragment that multiplies e4m3 codes");
 
-  // The activations' scales: [tile-major rows, ceil(K / 128)].
+  // The activations' scales: [ceil(K / 128), tile-major rows], so that a K
+  // step's are one run of the tile's rows.
   Kokkos::View<const float**, Kokkos::LayoutRight, typename Base::memory_space> activation_scales;
   int depth = 0;  // K: H for gate/up, F for down
 
   static std::size_t scratch_bytes() {
-    return frag::operand_bytes(S * BM) + frag::operand_bytes(S * Weights * BN);
+    return frag::operand_bytes(S * BM) + frag::operand_bytes(S * Weights * BN) + row_scale_bytes() +
+           16;
   }
+  KOKKOS_INLINE_FUNCTION static constexpr std::size_t row_scale_bytes() {
+    return std::size_t(S) * BM * sizeof(float);
+  }
+  static_assert(BM * sizeof(float) % 16 == 0, "bulk copies of whole 16-byte chunks of scales");
   struct Team {
-    tile xs, ws;  // S stages of activations; of Weights weight tiles each
+    tile xs, ws;          // S stages of activations; of Weights weight tiles each
+    float* row_scales;    // S stages of the activation rows' scales
   };
   struct Sources {};
   KOKKOS_FORCEINLINE_FUNCTION Team team(const member& m) const {
-    return Team{frag::operand(m, S * BM), frag::operand(m, S * Weights * BN)};
+    const tile xs = frag::operand(m, S * BM), ws = frag::operand(m, S * Weights * BN);
+    return Team{xs, ws,
+                static_cast<float*>(m.team_scratch(0).get_shmem_aligned(row_scale_bytes(), 16))};
   }
   KOKKOS_FORCEINLINE_FUNCTION void prepare(const Team&, const Work&, const Loader& ld) const {
     this->acquire_maps(ld, FirstWeightMap, Weights);
@@ -60,11 +71,13 @@ struct E4m3Operands : Base {
                                              std::uint64_t* barrier) const {
     if (!this->bulk(barrier)) return no_bulk_copies();
     if (ld.rank != 0) return;
-    frag::expect_bytes(barrier, (BM + Weights * BN) * BK);
+    frag::expect_bytes(barrier, (BM + Weights * BN) * BK + BM * int(sizeof(float)));
     const tile xs = Base::stage(t.xs, b, BM);
     for (int r = 0; r < BM; r += activation_box)
       frag::bulk_load(tile(xs.data() + std::size_t(r) * BK, activation_box, BK),
                       this->map(ActivationMap), this->operand_row(w) + r, k0, barrier);
+    frag::bulk_copy(t.row_scales + b * BM, &activation_scales(k0 / BK, this->operand_row(w)),
+                    BM * int(sizeof(float)), barrier);
     const int row = static_cast<const Derived&>(*this).weight_row(w);
     for (int i = 0; i < Weights; ++i)
       frag::bulk_load(weights(t, b, i), this->map(FirstWeightMap + i), row, k0, barrier);
@@ -80,7 +93,8 @@ struct E4m3Operands : Base {
                                             typename Base::Accumulators& a) const {
     const Derived& d = static_cast<const Derived&>(*this);
     const tile xs = Base::stage(t.xs, step.buffer, BM);
-    const BlockScales s = step_scales(w, step.k0, d.weight_scales(0), d.weight_scales(Weights - 1));
+    const BlockScales s = step_scales(t.row_scales + step.buffer * BM, w, step.k0,
+                                      d.weight_scales(0), d.weight_scales(Weights - 1));
     if constexpr (Weights == 2)
       frag::mma_nt(m, xs, weights(t, step.buffer, 0), a.g, weights(t, step.buffer, 1), a.u, s);
     else frag::mma_nt(m, xs, weights(t, step.buffer, 0), a.acc, s);
@@ -89,14 +103,15 @@ struct E4m3Operands : Base {
     this->run(m, static_cast<const Derived&>(*this), depth);
   }
 
-  // The step's scales of the tile's rows and of its weight tiles.
+  // The step's scales of the tile's rows (in its stage) and of its weight
+  // tiles.
   template <class Scales>
-  KOKKOS_FORCEINLINE_FUNCTION BlockScales step_scales(const Work& w, int k0, const Scales& s0,
-                                                      const Scales& s1) const {
+  KOKKOS_FORCEINLINE_FUNCTION BlockScales step_scales(const float* rows, const Work& w, int k0,
+                                                      const Scales& s0, const Scales& s1) const {
     const int kb = k0 / weight_block, nb = w.first_col / weight_block;
     BlockScales s;
-    s.rows = &activation_scales(this->operand_row(w), kb);
-    s.stride = std::int64_t(activation_scales.extent(1));
+    s.rows = rows;
+    s.stride = 1;
     s.weights[0] = s0(w.expert, nb, kb);
     s.weights[1] = s1(w.expert, nb, kb);
     return s;

@@ -180,8 +180,8 @@ class ExpertStages {
       h_ = h;
       x_codes_ = x_codes;
       h_codes_ = h_codes;
-      x_scales_ = decltype(x_scales_)("KokkosMoE::x_scales", rows, weights_type::blocks(H));
-      h_scales_ = decltype(h_scales_)("KokkosMoE::h_scales", rows, weights_type::blocks(F));
+      x_scales_ = decltype(x_scales_)("KokkosMoE::x_scales", weights_type::blocks(H), rows);
+      h_scales_ = decltype(h_scales_)("KokkosMoE::h_scales", weights_type::blocks(F), rows);
     }
   }
 
@@ -308,10 +308,10 @@ class ExpertStages {
     q.k = config_.top_k;
     q.experts = config_.num_experts;
     q.tile_rows = tile_rows;
+    q.rows = tiles * tile_rows;
     q.gather = gather;
     q.zero_padding = zero_padding;
-    Kokkos::parallel_for("KokkosMoE::quantize_rows",
-                         kernel::make_policy(exec_, tiles, tile_rows, codes.extent(1)), q);
+    Kokkos::parallel_for("KokkosMoE::quantize_rows", q.policy(exec_), q);
   }
 
   // The same with e4m3 operands (quantizes_activations).
@@ -361,7 +361,7 @@ class ExpertStages {
   Kokkos::View<std::uint64_t*, memory_space> copy_maps_;
   rows_view gathered_rows_;
   // With e4m3 operands (quantizes_activations): x's gathered rows and h as
-  // e4m3 codes, tile-major, and their scales ([rows, ceil(H or F / 128)]).
+  // e4m3 codes, tile-major, and their scales ([ceil(H or F / 128), rows]).
   bool e4m3_operands_ = false;
   Kokkos::View<float8_e4m3**, Kokkos::LayoutRight, memory_space> x_codes_, h_codes_;
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> x_scales_, h_scales_;

@@ -138,7 +138,7 @@ void check_activation_groups(std::int64_t H, bool zero_padding) {
   q.plan = plan;
   q.source = p.x;
   q.codes = decltype(q.codes)("codes", tiles * rows, H);
-  q.scales = decltype(q.scales)("scales", tiles * rows, G);
+  q.scales = decltype(q.scales)("scales", G, tiles * rows);
   // Every row in use written; the others as zero_padding says.
   Kokkos::deep_copy(q.scales, -1.0f);
   const float8_e4m3 before(-0.8125f);
@@ -146,9 +146,10 @@ void check_activation_groups(std::int64_t H, bool zero_padding) {
   q.k = k;
   q.experts = 4;
   q.tile_rows = rows;
+  q.rows = tiles * rows;
   q.gather = true;
   q.zero_padding = zero_padding;
-  Kokkos::parallel_for(kernel::make_policy(Space(), tiles, rows, H), q);
+  Kokkos::parallel_for(q.policy(Space()), q);
   auto codes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), q.codes);
   auto scales = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), q.scales);
   auto order = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.order);
@@ -168,7 +169,7 @@ void check_activation_groups(std::int64_t H, bool zero_padding) {
         const float scale = !filled && !zero_padding ? -1.0f
                             : amax > 0               ? std::max(amax / 448, 0x1p-126f)
                                                      : 1.0f;
-        ASSERT_EQ(scales(row, g), scale) << "H " << H << " row " << row << " group " << g;
+        ASSERT_EQ(scales(g, row), scale) << "H " << H << " row " << row << " group " << g;
         checked_zero += token == 3 && g == 1;
         checked_small += token == 5 && g == 0;
         checked_large += token == 7 && g == 0;

@@ -5,6 +5,8 @@
 // mbarrier by bytes. A tensor map describes the matrix; ours live in device
 // memory, 128 bytes each, encoded once on the host (the encoder is the
 // driver's cuTensorMapEncodeTiled, fetched at run time: no libcuda link).
+// Small contiguous runs (the activations' row scales of a K step) come by
+// plain bulk copies on the same barriers.
 #ifndef KOKKOSMOE_CUDA_TENSORMAP_HPP
 #define KOKKOSMOE_CUDA_TENSORMAP_HPP
 
@@ -78,10 +80,25 @@ __device__ inline void load(void* dst, const void* map, int col, int row, std::u
       "l"(map), "r"(col), "r"(row), "r"(b)
       : "memory");
 }
+// `bytes` contiguous bytes from src (global memory) to dst, both 16-byte
+// aligned, bytes a multiple of 16: a plain bulk copy, no map, completing
+// on `barrier` as the tensor copies do.
+__device__ inline void copy(void* dst, const void* src, int bytes, std::uint64_t* barrier) {
+  const auto d = static_cast<std::uint32_t>(__cvta_generic_to_shared(dst));
+  const auto b = static_cast<std::uint32_t>(__cvta_generic_to_shared(barrier));
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(d),
+      "l"(src), "r"(bytes), "r"(b)
+      : "memory");
+}
 #else
 KOKKOS_INLINE_FUNCTION void acquire(const void*) {}
 KOKKOS_INLINE_FUNCTION void load(void*, const void*, int, int, std::uint64_t*) {
   Kokkos::abort("KokkosMoE: tensor copies need sm_90");
+}
+KOKKOS_INLINE_FUNCTION void copy(void*, const void*, int, std::uint64_t*) {
+  Kokkos::abort("KokkosMoE: bulk copies need sm_90");
 }
 #endif
 

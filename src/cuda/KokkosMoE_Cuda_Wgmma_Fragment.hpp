@@ -70,6 +70,11 @@ struct CudaWarpSpecialized : Base {
                                                int row, int col, std::uint64_t* barrier) {
     tensor_map::load(t.data(), map, col, row, barrier);
   }
+  // `bytes` contiguous bytes (16-byte aligned, a multiple of 16) to dst.
+  KOKKOS_INLINE_FUNCTION static void bulk_copy(void* dst, const void* src, int bytes,
+                                               std::uint64_t* barrier) {
+    tensor_map::copy(dst, src, bytes, barrier);
+  }
   KOKKOS_INLINE_FUNCTION static void expect_bytes(std::uint64_t* barrier, int bytes) {
     pipeline::expect_bytes(barrier, bytes);
   }
