@@ -52,8 +52,8 @@ struct E4m3Operands : Base {
   }
   static_assert(BM * sizeof(float) % 16 == 0, "bulk copies of whole 16-byte chunks of scales");
   struct Team {
-    tile xs, ws;          // S stages of activations; of Weights weight tiles each
-    float* row_scales;    // S stages of the activation rows' scales
+    tile xs, ws;        // S stages of activations; of Weights weight tiles each
+    float* row_scales;  // S stages of the activation rows' scales
   };
   struct Sources {};
   KOKKOS_FORCEINLINE_FUNCTION Team team(const member& m) const {
