@@ -591,8 +591,10 @@ struct DefaultDownFragment<
 
 // Tokens per expert below which a batch takes the decode shape: one tile of
 // eight rows per expert, its weights streamed once (which pays while rows
-// are few; panel tiles reuse each weight over more rows); 16-row panel
-// tiles below 32.
+// are few; panel tiles reuse each weight over more rows: at 16 rows per
+// expert, DeepSeek-V3 / 16 with 512 tokens on one thread, the decode shape
+// took 2.4x the time of 16-row panel tiles in fp32, 1.5x in bf16); 16-row
+// panel tiles below 32.
 template <class ExecutionSpace>
 struct TileCrossovers<ExecutionSpace,
                       std::enable_if_t<Kokkos::SpaceAccessibility<
