@@ -111,7 +111,6 @@ struct E4m3Operands : Base {
     const int kb = k0 / weight_block, nb = w.first_col / weight_block;
     BlockScales s;
     s.rows = rows;
-    s.stride = 1;
     s.weights[0] = s0(w.expert, nb, kb);
     s.weights[1] = s1(w.expert, nb, kb);
     return s;

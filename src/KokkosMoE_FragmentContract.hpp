@@ -311,12 +311,11 @@ using multiplies_block_scaled_flag = std::integral_constant<bool, Frag::multipli
 template <class Frag>
 constexpr bool multiplies_block_scaled = optional_flag<multiplies_block_scaled_flag, Frag>();
 // The scales of one K step of such a fragment: the activation row r's at
-// rows[r * stride] (r a row of the operand tile; null: 1), and those of the
-// weight tiles (gate then up, or down's), one each (a weight tile lies in
-// one 128 x 128 block).
+// rows[r] (r a row of the operand tile; null: 1), and those of the weight
+// tiles (gate then up, or down's), one each (a weight tile lies in one
+// 128 x 128 block).
 struct BlockScales {
   const float* rows = nullptr;
-  std::int64_t stride = 0;
   float weights[2] = {1.0f, 1.0f};
 };
 

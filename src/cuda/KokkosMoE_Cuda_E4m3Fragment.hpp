@@ -118,8 +118,8 @@ struct CudaE4m3Operands : Base {
     warpgroup::commit();
     // The thread's rows of the tile: (warp) 16 + lane / 4, and 8 below.
     const int row = (rank / 32) * 16 + (rank % 32) / 4;
-    const float r0 = s.rows ? s.rows[std::int64_t(row) * s.stride] : 1.0f;
-    const float r1 = s.rows ? s.rows[std::int64_t(row + 8) * s.stride] : 1.0f;
+    const float r0 = s.rows ? s.rows[row] : 1.0f;
+    const float r1 = s.rows ? s.rows[row + 8] : 1.0f;
     warpgroup::wait<0>();
     pin(t_lo), pin(t_hi);
     add_scaled(lo, t_lo, r0 * scale_lo, r1 * scale_lo);
