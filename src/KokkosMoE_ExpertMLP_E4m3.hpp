@@ -24,7 +24,7 @@ namespace Impl {
 // tile-major codes at ActivationMap, 64 per box), its rows' scales (one bulk
 // copy: read from global memory by each multiplying thread, their latency
 // was exposed at every step) and Weights weight tiles (the maps from
-// FirstWeightMap on), one after the other in scratch, from
+// FirstWeightMap on, 64 rows per box), one after the other in scratch, from
 // Derived::weight_row(w).
 template <class Base, class Derived, int Weights, int ActivationMap, int FirstWeightMap>
 struct E4m3Operands : Base {
@@ -34,8 +34,10 @@ struct E4m3Operands : Base {
   using typename Base::Work;
   using Loader = typename Base::Loader;
   static constexpr int BM = Base::BM, BN = Base::BN, BK = Base::BK, S = Base::S;
-  static constexpr int activation_box = 64;
-  static_assert(BM % activation_box == 0, "whole boxes of activation rows");
+  // Rows of a tensor copy's box: a tile is loaded by several, so that every
+  // shape's tiles come from one set of maps.
+  static constexpr int activation_box = 64, weight_box = 64;
+  static_assert(BM % activation_box == 0 && BN % weight_box == 0, "whole boxes of tile rows");
   static_assert(Base::multiplies_codes, "a fragment that multiplies e4m3 codes");
 
   // The activations' scales: [ceil(K / 128), tile-major rows], so that a K
@@ -80,7 +82,9 @@ struct E4m3Operands : Base {
                     BM * int(sizeof(float)), barrier);
     const int row = static_cast<const Derived&>(*this).weight_row(w);
     for (int i = 0; i < Weights; ++i)
-      frag::bulk_load(weights(t, b, i), this->map(FirstWeightMap + i), row, k0, barrier);
+      for (int r = 0; r < BN; r += weight_box)
+        frag::bulk_load(tile(weights(t, b, i).data() + std::size_t(r) * BK, weight_box, BK),
+                        this->map(FirstWeightMap + i), row + r, k0, barrier);
   }
   // Weight tile i of stage b.
   KOKKOS_FORCEINLINE_FUNCTION static tile weights(const Team& t, int b, int i) {

@@ -275,6 +275,7 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
     Work w;
     int g = 0;
     if (!frag::multiplier(m)) {
+      frag::start_producer();
       const Loader ld{m.team_rank() - frag::multiplier_threads, frag::producer_threads};
       for (int item = m.league_rank(); work(item, w, depth); item += m.league_size()) {
         // The previous item's loads are done with the scratch prepare writes.
@@ -293,6 +294,7 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
       frag::template wait_copies<0>();  // nothing in flight when the warp exits
       return;
     }
+    frag::start_multiplier();
     const int lane = m.team_rank() % 32;
     // Tensor copies write scratch through the async proxy, which wgmma
     // reads through: only the producer's plain and cp.async writes (16-byte

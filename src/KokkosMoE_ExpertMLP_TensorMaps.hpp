@@ -71,13 +71,16 @@ constexpr bool bulk_copies() {
 // fragments with bulk copies (GateUp's and Down's); an empty view where a
 // map cannot be made (unaligned rows, strided views, no driver entry
 // point): the kernels then copy 16 bytes at a time. Made once per layer, so
-// a forward does no host work for them. Boxes: gate/up's BN weight rows,
-// down's BN, and `activation_rows` rows of h and of x's gathered rows.
+// a forward does no host work for them. Boxes: `activation_rows` rows of
+// h and of x's gathered rows, and of weights gate/up's BN rows and down's
+// BN, or `weight_rows` of each (whose kernels load a tile by several).
 template <class MemorySpace, class GateUp, class Down, class Weights, class Activations,
           class Gathered>
 Kokkos::View<std::uint64_t*, MemorySpace> copy_maps_of(const Weights& w, const Activations& h,
                                                        const Gathered& gathered,
-                                                       int activation_rows) {
+                                                       int activation_rows, int weight_rows = 0) {
+  const int gate_up_box = weight_rows ? weight_rows : GateUp::tile_n;
+  const int down_box = weight_rows ? weight_rows : Down::tile_n;
   constexpr int words = ExpertTileMaps<GateUp>::map_words;
   Kokkos::View<std::uint64_t*, MemorySpace> maps;
   alignas(64) std::uint64_t host[copy_map_count][words] = {};
@@ -85,9 +88,9 @@ Kokkos::View<std::uint64_t*, MemorySpace> copy_maps_of(const Weights& w, const A
   const bool made =
       w.gate.span_is_contiguous() && w.up.span_is_contiguous() && w.down.span_is_contiguous() &&
       h.span_is_contiguous() && gathered.span_is_contiguous() &&
-      GateUp::encode_map(host[gate_map], w.gate.data(), E * F, H, GateUp::tile_n) &&
-      GateUp::encode_map(host[up_map], w.up.data(), E * F, H, GateUp::tile_n) &&
-      Down::encode_map(host[down_map], w.down.data(), E * H, F, Down::tile_n) &&
+      GateUp::encode_map(host[gate_map], w.gate.data(), E * F, H, gate_up_box) &&
+      GateUp::encode_map(host[up_map], w.up.data(), E * F, H, gate_up_box) &&
+      Down::encode_map(host[down_map], w.down.data(), E * H, F, down_box) &&
       Down::encode_map(host[activations_map], h.data(), h.extent(0), F, activation_rows) &&
       GateUp::encode_map(host[gathered_map], gathered.data(), gathered.extent(0), H,
                          activation_rows);

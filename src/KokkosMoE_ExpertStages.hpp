@@ -165,15 +165,11 @@ class ExpertStages {
       using large = E4m3Fragment<ExecutionSpace, TileSize::large>;
       using medium = E4m3Fragment<ExecutionSpace, TileSize::medium>;
       using small = E4m3Fragment<ExecutionSpace, TileSize::small>;
-      // One set of maps, whose boxes are every shape's weight tiles.
-      static_assert(large::gate_up::tile_n == medium::gate_up::tile_n &&
-                        large::gate_up::tile_n == small::gate_up::tile_n &&
-                        large::down::tile_n == medium::down::tile_n &&
-                        large::down::tile_n == small::down::tile_n,
-                    "e4m3 shapes whose weight tiles differ need maps of their own");
+      // One set of maps for every shape: its kernels load each weight tile
+      // by boxes of weight_box rows.
+      using kernel = GateUpE4m3Kernel<ExecutionSpace, TileSize::large>;
       auto maps = copy_maps_of<memory_space, typename large::gate_up, typename large::down>(
-          weights_, h_codes, x_codes,
-          GateUpE4m3Kernel<ExecutionSpace, TileSize::large>::activation_box);
+          weights_, h_codes, x_codes, kernel::activation_box, kernel::weight_box);
       if (maps.size() == 0) return;  // the kernels that dequantise
       e4m3_operands_ = true;
       copy_maps_ = maps;

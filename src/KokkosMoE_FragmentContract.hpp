@@ -119,6 +119,8 @@
 //                     release, static sync_producer (KokkosMoE_Cuda_Pipeline.hpp)
 //   int multiplier_threads  team ranks [0, multiplier_threads) multiply
 //   multiplier(member) -> bool  whether the calling thread multiplies
+//   static start_producer(), start_multiplier()  each side's first call
+//                     (where a fragment moves registers between them)
 //   expect_bytes(barrier, bytes)  bytes of bulk loads that complete it
 //   bulk_load(tile, map, row, col, barrier)  one tile by one thread
 //   acquire_map(map)  orders a map written from the host before its loads

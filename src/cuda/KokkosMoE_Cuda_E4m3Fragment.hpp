@@ -76,15 +76,20 @@ struct CudaE4m3Operands : Base {
                                             accumulator_type& acc0, const tile& b1,
                                             accumulator_type& acc1, const BlockScales& s = {}) {
 #ifdef KOKKOSMOE_CUDA_WARPGROUP_MMA
-    if (b1.data() == b0.data() + tile_n * tile_k) {
-      multiply(member, a, b0, acc0, acc1, std::integral_constant<int, 2 * tile_n>(), s.weights[0],
-               s.weights[1], s);
-    } else {
-      multiply(member, a, b0, acc0, acc0, std::integral_constant<int, tile_n>(), s.weights[0],
-               s.weights[0], s);
-      multiply(member, a, b1, acc1, acc1, std::integral_constant<int, tile_n>(), s.weights[1],
-               s.weights[1], s);
+    // The wide multiply only where its temporaries (as many registers as
+    // the columns of one tile) leave room for the accumulators: tiles of
+    // 64 columns.
+    if constexpr (tile_n <= 64) {
+      if (b1.data() == b0.data() + tile_n * tile_k) {
+        multiply(member, a, b0, acc0, acc1, std::integral_constant<int, 2 * tile_n>(), s.weights[0],
+                 s.weights[1], s);
+        return;
+      }
     }
+    multiply(member, a, b0, acc0, acc0, std::integral_constant<int, tile_n>(), s.weights[0],
+             s.weights[0], s);
+    multiply(member, a, b1, acc1, acc1, std::integral_constant<int, tile_n>(), s.weights[1],
+             s.weights[1], s);
 #else
     (void)member, (void)a, (void)b0, (void)acc0, (void)b1, (void)acc1, (void)s;
 #endif
@@ -110,7 +115,8 @@ struct CudaE4m3Operands : Base {
     accumulator_type t_lo, t_hi;
     float* const l = &t_lo.c[0][0][0];
     float* const h = N == tile_n ? l + N / 4 : &t_hi.c[0][0][0];
-    pin(t_lo), pin(t_hi);
+    pin(t_lo);
+    if constexpr (N != tile_n) pin(t_hi);
     warpgroup::fence();
 #pragma unroll
     for (int kk = 0; kk < tile_k / 32; ++kk)
@@ -121,7 +127,8 @@ struct CudaE4m3Operands : Base {
     const float r0 = s.rows ? s.rows[row] : 1.0f;
     const float r1 = s.rows ? s.rows[row + 8] : 1.0f;
     warpgroup::wait<0>();
-    pin(t_lo), pin(t_hi);
+    pin(t_lo);
+    if constexpr (N != tile_n) pin(t_hi);
     add_scaled(lo, t_lo, r0 * scale_lo, r1 * scale_lo);
     if constexpr (N != tile_n) add_scaled(hi, t_hi, r0 * scale_hi, r1 * scale_hi);
   }
@@ -141,20 +148,27 @@ struct CudaE4m3Operands : Base {
 #endif
 };
 
-// The e4m3 shapes: large 128 x 64 for gate/up (one 128 x 128 multiply of
-// gate and up per K step) and 128 x 128 for down, 5 stages (160 KiB, one
-// team per multiprocessor); medium, and small alike, 64 x 64 and 64 x 128,
-// 4 stages (96 KiB, two teams). Every operand comes by tensor copy, issued
-// by one producer warp; the layer's tensor maps have one box per operand,
-// so every shape's weight tiles are as wide as large's (the layer checks).
-// (Wider tiles would need more registers than a thread has: the
-// temporaries double the accumulators.)
+// The e4m3 shapes: large 128 x 128 for gate/up (gate and up one after the
+// other, 4 stages: 192 KiB) and for down (5 stages: 160 KiB), one team per
+// multiprocessor; medium, and small alike, 64 x 64 and 64 x 128, 4 stages
+// (96 KiB, two teams). Every operand comes by tensor copy (weight tiles by
+// boxes of 64 rows, so one set of maps serves every shape), issued by one
+// producer warp, or for large gate/up by a producer warpgroup whose
+// registers go to the multipliers (setmaxnreg), whose accumulators of gate
+// and up and one tile's temporaries take 192: its K step reads 48 KiB of
+// operands from L2 for the multiplies of 64 KiB at 128 x 64 (whose runs
+// kept L2 about as busy as the tensor cores). 208 registers for each
+// multiplier, 88 left to each producer: ptxas spilled 12 bytes, against
+// 184 with 232 and 40 (the producers' loads fell behind: gate/up at
+// DeepSeek-V3, 4096 tokens, took twice as long) and 52 with 216.
 template <class Base>
 using CudaE4m3Shape = CudaWarpSpecialized<CudaE4m3Operands<Base>, 32>;
+template <class Base>
+using CudaE4m3WideShape = CudaWarpSpecialized<CudaE4m3Operands<Base>, 128, 208>;
 template <TileSize Size>
 struct CudaE4m3FragmentOf
     : ShapeTable<Size == TileSize::small ? TileSize::medium : Size,
-                 CudaE4m3Shape<CudaTensorCoreFragment<bfloat16, 128, 64, 64, 8, 1, 5, 1>>,
+                 CudaE4m3WideShape<CudaTensorCoreFragment<bfloat16, 128, 128, 64, 8, 1, 4, 1>>,
                  CudaE4m3Shape<CudaTensorCoreFragment<bfloat16, 64, 64, 64, 4, 1, 4, 2>>, void,
                  CudaE4m3Shape<CudaTensorCoreFragment<bfloat16, 128, 128, 64, 8, 1, 5, 1>>,
                  CudaE4m3Shape<CudaTensorCoreFragment<bfloat16, 64, 128, 64, 4, 1, 4, 2>>> {};

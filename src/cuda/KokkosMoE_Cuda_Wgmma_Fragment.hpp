@@ -35,7 +35,13 @@ namespace Impl {
 // warpgroup, whose 16-byte copies keep up with the multiplies where tensor
 // maps cannot be made (a single producer warp's do not), or one warp where
 // every copy is a tensor copy (its registers go to the multipliers).
-template <class Base, int Producers = 128>
+// MultiplierRegisters (with a producer warpgroup; 0: as launched): the
+// registers each multiplying thread takes from the producers once the team
+// starts (setmaxnreg), the producers keeping what is left of their
+// sub-partition's share. (A multiprocessor's registers are split between
+// its four sub-partitions: a single producer warp caps the multipliers as
+// a whole producer warpgroup would, at 168 a thread.)
+template <class Base, int Producers = 128, int MultiplierRegisters = 0>
 struct CudaWarpSpecialized : Base {
   static constexpr int multiplier_threads = Base::team_threads;
   static constexpr int producer_threads = Producers;
@@ -89,19 +95,34 @@ struct CudaWarpSpecialized : Base {
     return member.team_rank() < multiplier_threads;
 #endif
   }
-  template <class Member, class... Pairs>
-  KOKKOS_INLINE_FUNCTION static void mma_nt(const Member& member, const typename Base::tile& a,
-                                            Pairs&&... b_acc) {
-    if (multiplier(member)) Base::mma_nt(member, a, b_acc...);
+  // Each side's registers, as it starts (see MultiplierRegisters): the
+  // producers give up what the multipliers take, out of the team's own
+  // registers as launched (setmaxnreg.inc waits for registers the team's
+  // setmaxnreg.dec released; asking for more than that never returns).
+  static constexpr int launch_registers = 65536 / team_threads / 8 * 8;
+  static constexpr int producer_registers =
+      MultiplierRegisters == 0
+          ? 0
+          : (launch_registers * team_threads - multiplier_threads * MultiplierRegisters) /
+                Producers / 8 * 8;
+  static_assert(MultiplierRegisters == 0 ||
+                    (Producers == 128 && Base::min_teams == 1 && MultiplierRegisters % 8 == 0 &&
+                     producer_registers >= 24),
+                "registers moved from a producer warpgroup of a team alone on its multiprocessor");
+  KOKKOS_INLINE_FUNCTION static void start_producer() {
+#ifdef KOKKOSMOE_CUDA_WARPGROUP_MMA
+    if constexpr (MultiplierRegisters > 0)
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(producer_registers));
+#endif
   }
-  template <class Member, class... Acc>
-  KOKKOS_INLINE_FUNCTION static void finish(const Member& member, Acc&... acc) {
-    if (multiplier(member)) Base::finish(member, acc...);
+  KOKKOS_INLINE_FUNCTION static void start_multiplier() {
+#ifdef KOKKOSMOE_CUDA_WARPGROUP_MMA
+    if constexpr (MultiplierRegisters > 0)
+      asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(MultiplierRegisters));
+#endif
   }
-  template <int Width, class Member, class F, class... Acc>
-  KOKKOS_INLINE_FUNCTION static void store(const Member& member, const F& f, Acc&... acc) {
-    if (multiplier(member)) Base::template store<Width>(member, f, acc...);
-  }
+  // mma_nt, finish and store are Base's: the main loop calls them from the
+  // multipliers only (the producers return before).
 };
 
 // Large and medium are warpgroup shapes multiplied by wgmma, 4 stages:
