@@ -271,29 +271,47 @@ struct HostPanelFragment
         // multiplies (the last block's: the first block's, for the next
         // block of token rows).
         const int next = n0 + NB < rows ? n0 + NB : m0 + MB * lanes < acc.rows ? 0 : rows;
-        multiply_block_in_place(a, b, acc.v, m0, n0, rows - n0 < NB ? rows - n0 : NB, next,
-                                rows - next < NB ? rows - next : NB);
+        multiply_rows(a, b, acc.v, m0, acc.rows - m0, n0, rows - n0 < NB ? rows - n0 : NB, next,
+                      rows - next < NB ? rows - next : NB);
       }
   }
 
  private:
-  // n k's multiply-adds into a register block: `tokens` the first k's token
-  // rows from the block's first, weight(j, kk) the weight of column j at
-  // the kk-th k.
-  template <int N, class Weight>
-  __attribute__((always_inline)) static void multiply_chunk(host_vector::vfloat (&block)[N][MB],
+  // A block of the token rows from m0 (`left` of them in the tile): only
+  // as many token vectors as hold rows, and with AVX-512 a half vector
+  // where at most 8 are left (an expert's last rows: at 16 rows per
+  // expert, 0.70 of the lanes of whole vectors held rows).
+  template <class Scalar>
+  static void multiply_rows(const float* __restrict a, const InPlaceWeights<Scalar>& b,
+                            float* __restrict c, int m0, int left, int n0, int used, int next,
+                            int following) {
+    using namespace host_vector;
+#ifdef KOKKOSMOE_HOST_HALF_VECTORS
+    if (left <= Half::width)
+      return multiply_block_in_place<Half, 1>(a, b, c, m0, n0, used, next, following);
+#endif
+    if constexpr (MB > 1)
+      if (left <= lanes)
+        return multiply_block_in_place<Full, 1>(a, b, c, m0, n0, used, next, following);
+    multiply_block_in_place<Full, MB>(a, b, c, m0, n0, used, next, following);
+  }
+  // n k's multiply-adds into a register block of M token vectors of V
+  // (host_vector::Full or Half): `tokens` the first k's token rows from the
+  // block's first, weight(j, kk) the weight of column j at the kk-th k.
+  template <class V, int N, int M, class Weight>
+  __attribute__((always_inline)) static void multiply_chunk(typename V::type (&block)[N][M],
                                                             const float* __restrict tokens, int n,
                                                             const Weight& weight) {
-    using namespace host_vector;
+    using vec = typename V::type;
     for (int kk = 0; kk < n; ++kk) {
-      vfloat t[MB];
+      vec t[M];
 #pragma GCC unroll 4
-      for (int i = 0; i < MB; ++i) t[i] = load(tokens + kk * tile_m + i * lanes);
+      for (int i = 0; i < M; ++i) t[i] = V::load(tokens + kk * tile_m + i * V::width);
 #pragma GCC unroll 16
       for (int j = 0; j < N; ++j) {
-        const vfloat v = broadcast(weight(j, kk));
+        const vec v = V::broadcast(weight(j, kk));
 #pragma GCC unroll 4
-        for (int i = 0; i < MB; ++i) block[j][i] = fma(v, t[i], block[j][i]);
+        for (int i = 0; i < M; ++i) block[j][i] = V::fma(v, t[i], block[j][i]);
       }
     }
   }
@@ -307,7 +325,8 @@ struct HostPanelFragment
     for (int j = 0; j < N; ++j)
 #pragma GCC unroll 4
       for (int i = 0; i < MB; ++i) block[j][i] = load(c + (n0 + j) * tile_m + m0 + i * lanes);
-    multiply_chunk(block, a + m0, tile_k, [&](int j, int k) { return b[(n0 + j) * tile_k + k]; });
+    multiply_chunk<Full>(block, a + m0, tile_k,
+                         [&](int j, int k) { return b[(n0 + j) * tile_k + k]; });
 #pragma GCC unroll 16
     for (int j = 0; j < N; ++j)
 #pragma GCC unroll 4
@@ -322,7 +341,7 @@ struct HostPanelFragment
   // stream of each row, H apart, whose first lines the hardware prefetcher
   // does not fetch ahead of the multiplies. (Into L1, or two blocks ahead,
   // the prefill points took 2-10 % longer.)
-  template <class Scalar>
+  template <class V, int M, class Scalar>
   static void multiply_block_in_place(const float* __restrict a, const InPlaceWeights<Scalar>& b,
                                       float* __restrict c, int m0, int n0, int used, int next,
                                       int following) {
@@ -333,12 +352,13 @@ struct HostPanelFragment
 #pragma GCC unroll 16
     for (int j = 0; j < N; ++j) row[j] = b.first + (n0 + (j < used ? j : used - 1)) * b.ld;
     const Scalar* ahead = b.first + next * b.ld;
-    vfloat block[N][MB];
+    typename V::type block[N][M];
 #pragma GCC unroll 16
     for (int j = 0; j < N; ++j)
 #pragma GCC unroll 4
-      for (int i = 0; i < MB; ++i)
-        block[j][i] = j < used ? load(c + (n0 + j) * tile_m + m0 + i * lanes) : broadcast(0.0f);
+      for (int i = 0; i < M; ++i)
+        block[j][i] =
+            j < used ? V::load(c + (n0 + j) * tile_m + m0 + i * V::width) : V::broadcast(0.0f);
     alignas(64) float w[N][lanes];
     for (int k0 = 0; k0 < b.depth; k0 += lanes) {
       const int n = b.depth - k0 < lanes ? b.depth - k0 : lanes;
@@ -349,8 +369,8 @@ struct HostPanelFragment
       // into (float weights through it took 5-8 % longer).
       if constexpr (std::is_same<Scalar, float>::value) {
         if (n == lanes) {
-          multiply_chunk(block, a + k0 * tile_m + m0, lanes,
-                         [&](int j, int kk) { return row[j][k0 + kk]; });
+          multiply_chunk<V>(block, a + k0 * tile_m + m0, lanes,
+                            [&](int j, int kk) { return row[j][k0 + kk]; });
           continue;
         }
       }
@@ -361,13 +381,12 @@ struct HostPanelFragment
 #pragma GCC unroll 16
         for (int j = 0; j < N; ++j) host_vector::store(w[j], widen_first(row[j] + k0, n));
       }
-      multiply_chunk(block, a + k0 * tile_m + m0, n, [&](int j, int kk) { return w[j][kk]; });
+      multiply_chunk<V>(block, a + k0 * tile_m + m0, n, [&](int j, int kk) { return w[j][kk]; });
     }
 #pragma GCC unroll 16
     for (int j = 0; j < used; ++j)
 #pragma GCC unroll 4
-      for (int i = 0; i < MB; ++i)
-        host_vector::store(c + (n0 + j) * tile_m + m0 + i * lanes, block[j][i]);
+      for (int i = 0; i < M; ++i) V::store(c + (n0 + j) * tile_m + m0 + i * V::width, block[j][i]);
   }
 };
 
