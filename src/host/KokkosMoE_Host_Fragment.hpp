@@ -357,8 +357,8 @@ struct HostPanelFragment
     for (int j = 0; j < N; ++j)
 #pragma GCC unroll 4
       for (int i = 0; i < M; ++i)
-        block[j][i] =
-            j < used ? V::load(c + (n0 + j) * tile_m + m0 + i * V::width) : V::broadcast(0.0f);
+        block[j][i] = j < used ? V::load(c + (n0 + j) * tile_m + m0 + i * V::width)
+                               : V::broadcast(0.0f);
     alignas(64) float w[N][lanes];
     for (int k0 = 0; k0 < b.depth; k0 += lanes) {
       const int n = b.depth - k0 < lanes ? b.depth - k0 : lanes;
