@@ -74,17 +74,22 @@ struct E4m3Operands : Base {
     if (!this->bulk(barrier)) return no_bulk_copies();
     if (ld.rank != 0) return;
     frag::expect_bytes(barrier, (BM + Weights * BN) * BK + BM * int(sizeof(float)));
-    const tile xs = Base::stage(t.xs, b, BM);
-    for (int r = 0; r < BM; r += activation_box)
-      frag::bulk_load(tile(xs.data() + std::size_t(r) * BK, activation_box, BK),
-                      this->map(ActivationMap), this->operand_row(w) + r, k0, barrier);
+    load_boxes<BM, activation_box>(Base::stage(t.xs, b, BM), ActivationMap, this->operand_row(w),
+                                   k0, barrier);
     frag::bulk_copy(t.row_scales + b * BM, &activation_scales(k0 / BK, this->operand_row(w)),
                     BM * int(sizeof(float)), barrier);
     const int row = static_cast<const Derived&>(*this).weight_row(w);
     for (int i = 0; i < Weights; ++i)
-      for (int r = 0; r < BN; r += weight_box)
-        frag::bulk_load(tile(weights(t, b, i).data() + std::size_t(r) * BK, weight_box, BK),
-                        this->map(FirstWeightMap + i), row + r, k0, barrier);
+      load_boxes<BN, weight_box>(weights(t, b, i), FirstWeightMap + i, row, k0, barrier);
+  }
+  // The Rows rows of tile `to` from map `map`'s rows [row, row + Rows), by
+  // boxes of Box rows.
+  template <int Rows, int Box>
+  KOKKOS_FORCEINLINE_FUNCTION void load_boxes(const tile& to, int map, int row, int k0,
+                                              std::uint64_t* barrier) const {
+    for (int r = 0; r < Rows; r += Box)
+      frag::bulk_load(tile(to.data() + std::size_t(r) * BK, Box, BK), this->map(map), row + r, k0,
+                      barrier);
   }
   // Weight tile i of stage b.
   KOKKOS_FORCEINLINE_FUNCTION static tile weights(const Team& t, int b, int i) {

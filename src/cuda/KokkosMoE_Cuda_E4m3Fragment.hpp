@@ -158,9 +158,8 @@ struct CudaE4m3Operands : Base {
 // and up and one tile's temporaries take 192: its K step reads 48 KiB of
 // operands from L2 for the multiplies of 64 KiB at 128 x 64 (whose runs
 // kept L2 about as busy as the tensor cores). 208 registers for each
-// multiplier, 88 left to each producer: ptxas spilled 12 bytes, against
-// 184 with 232 and 40 (the producers' loads fell behind: gate/up at
-// DeepSeek-V3, 4096 tokens, took twice as long) and 52 with 216.
+// multiplier leave 88 to each producer (with 40, ptxas spilled 184 bytes
+// and gate/up at DeepSeek-V3, 4096 tokens, took twice as long).
 template <class Base>
 using CudaE4m3Shape = CudaWarpSpecialized<CudaE4m3Operands<Base>, 32>;
 template <class Base>
