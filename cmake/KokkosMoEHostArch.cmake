@@ -16,10 +16,12 @@
 # benchmarks that instantiate fragments), so that every definition of a
 # kernel is compiled alike. Builds with a GPU backend keep the compiler's
 # default: their compilers see host code as device code too, and their host
-# spaces take the portable fragment.
+# spaces take the portable fragment. With CUDA, a host-only function called
+# from device code is an error there, not nvcc's warning (#20011, #20014):
+# the kernel would run without the call's result.
 set(KokkosMoE_HOST_ARCH "native" CACHE STRING
   "Host instruction set: native, kokkos (Kokkos' host arch), baseline, or a -march value")
-set(KOKKOSMOE_HOST_FLAGS "")
+set(KOKKOSMOE_KERNEL_FLAGS "")
 set(_extra "")
 # The instruction-set options GCC's -Q --help=target lists as enabled
 # (-mavx512f [enabled] -> avx512f), in <out>.
@@ -59,20 +61,24 @@ if(NOT "CUDA" IN_LIST Kokkos_DEVICES AND NOT "HIP" IN_LIST Kokkos_DEVICES)
     endif()
   endif()
   if(NOT _arch STREQUAL "kokkos" AND NOT _arch STREQUAL "baseline")
-    set(KOKKOSMOE_HOST_FLAGS -march=${_arch} ${_extra})
+    set(KOKKOSMOE_KERNEL_FLAGS -march=${_arch} ${_extra})
   endif()
   # No fusing of a * b + c into an FMA behind the code's back (GCC does it
   # by default where the instruction set has FMA): kernels that must agree
   # bit for bit (the expert-parallel and one-device combines) could fuse
   # differently. The host fragments fuse explicitly.
-  list(APPEND KOKKOSMOE_HOST_FLAGS -ffp-contract=off)
-  string(JOIN " " _flags ${KOKKOSMOE_HOST_FLAGS})
+  list(APPEND KOKKOSMOE_KERNEL_FLAGS -ffp-contract=off)
+  string(JOIN " " _flags ${KOKKOSMOE_KERNEL_FLAGS})
   message(STATUS "KokkosMoE: host kernels compiled with '${_flags}' "
     "(KokkosMoE_HOST_ARCH=${KokkosMoE_HOST_ARCH})")
 endif()
 
+if("CUDA" IN_LIST Kokkos_DEVICES)
+  set(KOKKOSMOE_KERNEL_FLAGS "SHELL:-Xcudafe --diag_error=20011 -Xcudafe --diag_error=20014")
+endif()
+
 function(kokkosmoe_host_arch)
   foreach(_target IN LISTS ARGN)
-    target_compile_options(${_target} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${KOKKOSMOE_HOST_FLAGS}>")
+    target_compile_options(${_target} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${KOKKOSMOE_KERNEL_FLAGS}>")
   endforeach()
 endfunction()

@@ -26,6 +26,7 @@ template <class ExecutionSpace, class Scalar, TileSize Size,
           class Frag = DownFragment<ExecutionSpace, Scalar, Size>>
 struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
   using base = ExpertTileKernel<ExecutionSpace, Scalar, Frag>;
+  static constexpr TileSize tile_size = Size;
   using base::BK;
   using base::BM;
   using base::BN;

@@ -21,7 +21,7 @@ namespace Impl {
 // What both kernels share, on top of theirs (Base), for the kernel Derived:
 // the quantised activations' scales, K (depth), no row sources (every copy
 // is a tensor copy), and a K step's loads: the activation tile (rows of the
-// tile-major codes at ActivationMap, 64 per box), its rows' scales (one bulk
+// tile-major codes at ActivationMap, by boxes of rows), its rows' scales (one bulk
 // copy: read from global memory by each multiplying thread, their latency
 // was exposed at every step) and Weights weight tiles (the maps from
 // FirstWeightMap on, 64 rows per box), one after the other in scratch, from
@@ -35,9 +35,22 @@ struct E4m3Operands : Base {
   using Loader = typename Base::Loader;
   static constexpr int BM = Base::BM, BN = Base::BN, BK = Base::BK, S = Base::S;
   // Rows of a tensor copy's box: a tile is loaded by several, so that every
-  // shape's tiles come from one set of maps.
-  static constexpr int activation_box = 64, weight_box = 64;
+  // shape's weight tiles come from one set of maps. The shapes that leave
+  // their padding rows alone load an activation tile by the boxes of 16
+  // rows that hold its rows (few_row_boxes; at decode a few of its 64: the
+  // whole tile's codes, rows of no assignment, made the e4m3 kernels read
+  // 5-7 % more from memory than the weights at DeepSeek-V3 32 tokens on an
+  // H200, where bf16 read the weights' bytes; past those boxes a stage
+  // holds an earlier step's codes, whose rows' products are not stored).
+  // Large tiles load all their rows by boxes of 64 (by boxes of 16, gate/up
+  // took 1.05-1.08x the time at Mixtral-8x7B 2048 and DeepSeek-V3 4096
+  // tokens on an H200).
+  static constexpr bool few_row_boxes = !zeroes_padding_rows(Base::tile_size);
+  static constexpr int activation_box = few_row_boxes ? 16 : 64, weight_box = 64;
   static_assert(BM % activation_box == 0 && BN % weight_box == 0, "whole boxes of tile rows");
+  KOKKOS_FORCEINLINE_FUNCTION static int activation_boxes(const Work& w) {
+    return few_row_boxes ? (w.rows + activation_box - 1) / activation_box : BM / activation_box;
+  }
   static_assert(Base::multiplies_codes, "a fragment that multiplies e4m3 codes");
 
   // The activations' scales: [ceil(K / 128), tile-major rows], so that a K
@@ -73,23 +86,26 @@ struct E4m3Operands : Base {
                                              std::uint64_t* barrier) const {
     if (!this->bulk(barrier)) return no_bulk_copies();
     if (ld.rank != 0) return;
-    frag::expect_bytes(barrier, (BM + Weights * BN) * BK + BM * int(sizeof(float)));
-    load_boxes<BM, activation_box>(Base::stage(t.xs, b, BM), ActivationMap, this->operand_row(w),
-                                   k0, barrier);
+    const int boxes = activation_boxes(w);
+    frag::expect_bytes(barrier,
+                       (boxes * activation_box + Weights * BN) * BK + BM * int(sizeof(float)));
+    load_boxes<activation_box>(Base::stage(t.xs, b, BM), ActivationMap, this->operand_row(w), k0,
+                               boxes, barrier);
     frag::bulk_copy(t.row_scales + b * BM, &activation_scales(k0 / BK, this->operand_row(w)),
                     BM * int(sizeof(float)), barrier);
     const int row = static_cast<const Derived&>(*this).weight_row(w);
     for (int i = 0; i < Weights; ++i)
-      load_boxes<BN, weight_box>(weights(t, b, i), FirstWeightMap + i, row, k0, barrier);
+      load_boxes<weight_box>(weights(t, b, i), FirstWeightMap + i, row, k0, BN / weight_box,
+                             barrier);
   }
-  // The Rows rows of tile `to` from map `map`'s rows [row, row + Rows), by
-  // boxes of Box rows.
-  template <int Rows, int Box>
-  KOKKOS_FORCEINLINE_FUNCTION void load_boxes(const tile& to, int map, int row, int k0,
+  // The first boxes x Box rows of tile `to` from map `map`'s rows from
+  // `row` on, by boxes of Box rows.
+  template <int Box>
+  KOKKOS_FORCEINLINE_FUNCTION void load_boxes(const tile& to, int map, int row, int k0, int boxes,
                                               std::uint64_t* barrier) const {
-    for (int r = 0; r < Rows; r += Box)
-      frag::bulk_load(tile(to.data() + std::size_t(r) * BK, Box, BK), this->map(map), row + r, k0,
-                      barrier);
+    for (int i = 0; i < boxes; ++i)
+      frag::bulk_load(tile(to.data() + std::size_t(i) * Box * BK, Box, BK), this->map(map),
+                      row + i * Box, k0, barrier);
   }
   // Weight tile i of stage b.
   KOKKOS_FORCEINLINE_FUNCTION static tile weights(const Team& t, int b, int i) {

@@ -56,6 +56,7 @@ template <class ExecutionSpace, class Scalar, TileSize Size,
           class Frag = Fragment<ExecutionSpace, Scalar, Size>>
 struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
   using base = ExpertTileKernel<ExecutionSpace, Scalar, Frag>;
+  static constexpr TileSize tile_size = Size;
   using base::BK;
   using base::BM;
   using base::BN;

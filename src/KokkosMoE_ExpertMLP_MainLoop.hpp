@@ -89,6 +89,10 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   // Whether the fragment multiplies the weights where they lie in memory
   // (InPlaceWeights) instead of from operand tiles.
   static constexpr bool weights_in_place = reads_weights_in_place<Frag, Scalar>;
+  // Whether the kernel's tensor copies take activation tiles by boxes of a
+  // few rows, only those that hold the tile's rows (the layer's maps for
+  // them: ExpertStages); a kernel that does says so.
+  static constexpr bool few_row_boxes = false;
   // Operand tiles of weights: S, or 2 where staged (converted a step at a
   // time, the one of step c in tile c % 2: with S even, b % 2 of stage b),
   // none where read in place.

@@ -165,14 +165,23 @@ class ExpertStages {
       using large = E4m3Fragment<ExecutionSpace, TileSize::large>;
       using medium = E4m3Fragment<ExecutionSpace, TileSize::medium>;
       using small = E4m3Fragment<ExecutionSpace, TileSize::small>;
-      // One set of maps for every shape: its kernels load each weight tile
-      // by boxes of weight_box rows.
+      // Two sets of maps, alike but for the activations' boxes: the large
+      // kernels' and those of the shapes with few_row_boxes. Every shape
+      // loads each weight tile by boxes of weight_box rows.
       using kernel = GateUpE4m3Kernel<ExecutionSpace, TileSize::large>;
+      using few_rows = GateUpE4m3Kernel<ExecutionSpace, TileSize::small>;
+      static_assert(few_rows::few_row_boxes && kernel::weight_box == few_rows::weight_box &&
+                        GateUpE4m3Kernel<ExecutionSpace, TileSize::medium>::activation_box ==
+                            few_rows::activation_box,
+                    "one set of maps for the shapes with few_row_boxes");
       auto maps = copy_maps_of<memory_space, typename large::gate_up, typename large::down>(
           weights_, h_codes, x_codes, kernel::activation_box, kernel::weight_box);
-      if (maps.size() == 0) return;  // the kernels that dequantise
+      auto few_row_maps = copy_maps_of<memory_space, typename large::gate_up, typename large::down>(
+          weights_, h_codes, x_codes, few_rows::activation_box, kernel::weight_box);
+      if (maps.size() == 0 || few_row_maps.size() == 0) return;  // the kernels that dequantise
       e4m3_operands_ = true;
       copy_maps_ = maps;
+      few_row_maps_ = few_row_maps;
       h_ = h;
       x_codes_ = x_codes;
       h_codes_ = h_codes;
@@ -232,6 +241,11 @@ class ExpertStages {
 
   // A gate/up kernel's fields; a down kernel's, and its launch (returns its
   // K parts).
+  // The tensor maps a kernel's copies take (see few_row_boxes).
+  template <class Kernel>
+  const std::uint64_t* maps_of() const {
+    return Kernel::few_row_boxes ? few_row_maps_.data() : copy_maps_.data();
+  }
   template <class Kernel>
   void set_gate_up(Kernel& f, std::int64_t assignments, const plan_type& plan) const {
     f.plan = plan;
@@ -244,7 +258,7 @@ class ExpertStages {
     f.up_scale = weights_.up_scale;
     f.h = h_;
     f.assignments = int(assignments);
-    f.maps = copy_maps_.data();
+    f.maps = maps_of<Kernel>();
   }
   template <class Kernel>
   int launch_down(Kernel& f, std::int64_t assignments, const plan_type& plan) {
@@ -257,7 +271,7 @@ class ExpertStages {
     f.down_scale = weights_.down_scale;
     f.y = y_;
     f.assignments = int(assignments);
-    f.maps = copy_maps_.data();
+    f.maps = maps_of<Kernel>();
     const auto tiles = plan_type::max_tiles(assignments, config_.num_experts, Kernel::BM);
     // Few tokens leave few tiles and a long F: split F so that the launch
     // still fills the device (partial sums go to spare rows of y); not in a
@@ -292,7 +306,7 @@ class ExpertStages {
   // groups (see quantizes_activations).
   template <class Source>
   void quantize_rows(const Source& source, bool gather, bool zero_padding, int tile_rows,
-                     std::int64_t tiles, const plan_type& plan,
+                     std::int64_t tiles, std::int64_t assignments, const plan_type& plan,
                      const Kokkos::View<float8_e4m3**, Kokkos::LayoutRight, memory_space>& codes,
                      const Kokkos::View<float**, Kokkos::LayoutRight, memory_space>& scales) {
     using kernel = QuantizeGroupsKernel<ExecutionSpace, token_type>;
@@ -305,6 +319,7 @@ class ExpertStages {
     q.experts = config_.num_experts;
     q.tile_rows = tile_rows;
     q.rows = tiles * tile_rows;
+    q.assignments = assignments;
     q.gather = gather;
     q.zero_padding = zero_padding;
     Kokkos::parallel_for("KokkosMoE::quantize_rows", q.policy(exec_), q);
@@ -318,7 +333,7 @@ class ExpertStages {
       const std::int64_t assignments = num_tokens * config_.top_k;
       const auto tiles = plan_type::max_tiles(assignments, config_.num_experts, kernel::BM);
       constexpr bool pad = zeroes_padding_rows(Size);
-      quantize_rows(x, true, pad, kernel::BM, tiles, plan, x_codes_, x_scales_);
+      quantize_rows(x, true, pad, kernel::BM, tiles, assignments, plan, x_codes_, x_scales_);
       kernel f;
       set_gate_up(f, assignments, plan);
       f.activation_scales = x_scales_;
@@ -326,7 +341,7 @@ class ExpertStages {
       Kokkos::parallel_for(
           "KokkosMoE::gate_up",
           f.make_policy(exec_, tiles, kernel::scratch_bytes(), "KokkosMoE::gate_up"), f);
-      quantize_rows(h_, false, pad, kernel::BM, tiles, plan, h_codes_, h_scales_);
+      quantize_rows(h_, false, pad, kernel::BM, tiles, assignments, plan, h_codes_, h_scales_);
     } else {
       (void)x, (void)num_tokens, (void)plan;
     }
@@ -355,6 +370,8 @@ class ExpertStages {
   // copies, and those rows ([rows, H], tile-major), where the backend's
   // large kernels use them (empty otherwise).
   Kokkos::View<std::uint64_t*, memory_space> copy_maps_;
+  // The same with activation boxes of few_row_boxes kernels (e4m3 operands).
+  Kokkos::View<std::uint64_t*, memory_space> few_row_maps_;
   rows_view gathered_rows_;
   // With e4m3 operands (quantizes_activations): x's gathered rows and h as
   // e4m3 codes, tile-major, and their scales ([ceil(H or F / 128), rows]).

@@ -117,7 +117,9 @@ TEST(QUANTIZE_SUITE, BlocksScaleByTheirLargestMagnitude) {
 // with scale 1, or without zero_padding as they were. H = 300: the last
 // group partial, every other row not 16-byte aligned (the kernel's
 // element-wise path); H = 512: whole aligned groups (its 16-byte path).
-void check_activation_groups(std::int64_t H, bool zero_padding) {
+// invalid_ids: some assignments routed out of range, so fewer sorted
+// positions are in use than the batch has assignments.
+void check_activation_groups(std::int64_t H, bool zero_padding, bool invalid_ids = false) {
   const std::int64_t T = 40;
   const int k = 2;
   Problem<Space, float8_e4m3> p(4, k, H, 64, T);
@@ -126,9 +128,13 @@ void check_activation_groups(std::int64_t H, bool zero_padding) {
   for (std::int64_t c = 0; c < 128; ++c) hx(5, c) = bfloat16(float(hx(5, c)) * 0x1p-20f);
   hx(7, 1) = bfloat16(1000.0f);  // a group scale above 1
   Kokkos::deep_copy(p.x, hx);
-  p.set_routing(random_routing(T, k, first_experts(3), 17));
+  auto routing = random_routing(T, k, first_experts(3), 17);
+  if (invalid_ids)
+    for (std::size_t a = 0; a < routing.ids.size(); a += 9) routing.ids[a] = a % 2 ? -1 : 4;
+  p.set_routing(routing);
   Layer<Space, float8_e4m3> layer(p.config, p.weights);
   layer.dispatch(p.ids, T);
+  ASSERT_EQ(layer.invalid_ids(), invalid_ids ? int((T * k + 8) / 9) : 0);
   const auto& plan = layer.plan();
   const int rows = plan.tile_rows;
   const std::int64_t tiles = DispatchPlan<mem>::max_tiles(T * k, 4, rows);
@@ -147,6 +153,7 @@ void check_activation_groups(std::int64_t H, bool zero_padding) {
   q.experts = 4;
   q.tile_rows = rows;
   q.rows = tiles * rows;
+  q.assignments = T * k;
   q.gather = true;
   q.zero_padding = zero_padding;
   Kokkos::parallel_for(q.policy(Space()), q);
@@ -189,6 +196,8 @@ TEST(QUANTIZE_SUITE, ActivationGroupsScaleByTheirLargestMagnitude) {
   check_activation_groups(300, true);
   check_activation_groups(512, true);
   check_activation_groups(512, false);
+  check_activation_groups(300, false, true);
+  check_activation_groups(512, true, true);
 }
 
 TEST(QUANTIZE_SUITE, NonFiniteWeightsAreRefused) {
