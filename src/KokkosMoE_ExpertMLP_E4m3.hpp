@@ -43,7 +43,7 @@ struct E4m3Operands : Base {
   // H200, where bf16 read the weights' bytes; past those boxes a stage
   // holds an earlier step's codes, whose rows' products are not stored).
   // Large tiles load all their rows by boxes of 64 (by boxes of 16, gate/up
-  // took 1.05-1.08x the time at Mixtral-8x7B 2048 and DeepSeek-V3 4096
+  // took 1.05-1.07x the time at Mixtral-8x7B 2048 and DeepSeek-V3 4096
   // tokens on an H200).
   static constexpr bool few_row_boxes = !zeroes_padding_rows(Base::tile_size);
   static constexpr int activation_box = few_row_boxes ? 16 : 64, weight_box = 64;
