@@ -16,9 +16,9 @@
 # benchmarks that instantiate fragments), so that every definition of a
 # kernel is compiled alike. Builds with a GPU backend keep the compiler's
 # default: their compilers see host code as device code too, and their host
-# spaces take the portable fragment. With CUDA, a host-only function called
-# from device code is an error there, not nvcc's warning (#20011, #20014):
-# the kernel would run without the call's result.
+# spaces take the portable fragment. With nvcc, a host-only function called
+# from device code is an error there, not a warning (#20011, #20014): the
+# kernel would run without the call's result.
 set(KokkosMoE_HOST_ARCH "native" CACHE STRING
   "Host instruction set: native, kokkos (Kokkos' host arch), baseline, or a -march value")
 set(KOKKOSMOE_KERNEL_FLAGS "")
@@ -73,12 +73,13 @@ if(NOT "CUDA" IN_LIST Kokkos_DEVICES AND NOT "HIP" IN_LIST Kokkos_DEVICES)
     "(KokkosMoE_HOST_ARCH=${KokkosMoE_HOST_ARCH})")
 endif()
 
-if("CUDA" IN_LIST Kokkos_DEVICES)
+if("CUDA" IN_LIST Kokkos_DEVICES AND Kokkos_CXX_COMPILER_ID STREQUAL "NVIDIA")
   set(KOKKOSMOE_KERNEL_FLAGS "SHELL:-Xcudafe --diag_error=20011 -Xcudafe --diag_error=20014")
 endif()
 
 function(kokkosmoe_host_arch)
   foreach(_target IN LISTS ARGN)
-    target_compile_options(${_target} PRIVATE "$<$<COMPILE_LANGUAGE:CXX>:${KOKKOSMOE_KERNEL_FLAGS}>")
+    target_compile_options(${_target} PRIVATE
+      "$<$<COMPILE_LANGUAGE:CXX,CUDA>:${KOKKOSMOE_KERNEL_FLAGS}>")
   endforeach()
 endfunction()

@@ -49,7 +49,9 @@ struct ExpertTileMaps {
   // its rows past the last in use zero (GatherRowsKernel; the gate/up
   // kernel stores them as zeros of h), so that a partly filled tile
   // multiplies zeros: the large kernels run at the GPU's power cap, where
-  // zero rows draw less power and so leave a higher clock.
+  // zero rows draw less power and so leave a higher clock (the e4m3
+  // shapes below large leave those rows as they were and load only the
+  // boxes of rows in use: KokkosMoE_ActivationGroups.hpp).
   // Elsewhere rows are in sorted order.
   KOKKOS_INLINE_FUNCTION bool tile_major() const { return bulk_kernel(); }
   template <class Work>

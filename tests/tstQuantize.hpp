@@ -118,9 +118,11 @@ TEST(QUANTIZE_SUITE, BlocksScaleByTheirLargestMagnitude) {
 // group partial, every other row not 16-byte aligned (the kernel's
 // element-wise path); H = 512: whole aligned groups (its 16-byte path).
 // invalid_ids: some assignments routed out of range, so fewer sorted
-// positions are in use than the batch has assignments.
-void check_activation_groups(std::int64_t H, bool zero_padding, bool invalid_ids = false) {
-  const std::int64_t T = 40;
+// positions are in use than the batch has assignments. T = 200: several
+// tiles per expert on every backend. Rows of tiles not in use are left as
+// they were.
+void check_activation_groups(std::int64_t H, bool zero_padding, bool invalid_ids = false,
+                             std::int64_t T = 40) {
   const int k = 2;
   Problem<Space, float8_e4m3> p(4, k, H, 64, T);
   auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), p.x);
@@ -162,6 +164,12 @@ void check_activation_groups(std::int64_t H, bool zero_padding, bool invalid_ids
   auto order = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.order);
   auto tile = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.tiles);
   auto used = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.tile_offsets);
+  for (std::int64_t row = std::int64_t(used(4)) * rows; row < tiles * rows; ++row)
+    for (std::int64_t g = 0; g < G; ++g) {
+      ASSERT_EQ(scales(g, row), -1.0f) << "H " << H << " row " << row << " of no tile in use";
+      for (std::int64_t c = g * 128; c < std::min<std::int64_t>(H, g * 128 + 128); ++c)
+        ASSERT_EQ(int(codes(row, c).bits), int(before.bits)) << "H " << H << " row " << row;
+    }
   int checked_zero = 0, checked_small = 0, checked_large = 0;
   for (int t = 0; t < used(4); ++t)
     for (int r = 0; r < rows; ++r) {
@@ -198,6 +206,7 @@ TEST(QUANTIZE_SUITE, ActivationGroupsScaleByTheirLargestMagnitude) {
   check_activation_groups(512, false);
   check_activation_groups(300, false, true);
   check_activation_groups(512, true, true);
+  check_activation_groups(512, false, false, 200);
 }
 
 TEST(QUANTIZE_SUITE, NonFiniteWeightsAreRefused) {
