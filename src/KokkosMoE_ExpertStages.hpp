@@ -239,13 +239,13 @@ class ExpertStages {
     return launch_down(f, num_tokens * config_.top_k, plan);
   }
 
-  // A gate/up kernel's fields; a down kernel's, and its launch (returns its
-  // K parts).
   // The tensor maps a kernel's copies take (see few_row_boxes).
   template <class Kernel>
   const std::uint64_t* maps_of() const {
     return Kernel::few_row_boxes ? few_row_maps_.data() : copy_maps_.data();
   }
+  // A gate/up kernel's fields; a down kernel's, and its launch (returns its
+  // K parts).
   template <class Kernel>
   void set_gate_up(Kernel& f, std::int64_t assignments, const plan_type& plan) const {
     f.plan = plan;
