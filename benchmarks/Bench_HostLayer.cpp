@@ -86,6 +86,9 @@ struct Ceilings {
   // The cores' multiply-add peak (not in the floor: a BLAS built for an
   // older instruction set runs below it, and the layer may beat the BLAS).
   double fma_flops_per_s = 0;
+  // With AVX-512 BF16: the peak of bfloat16 pairs' multiply-adds
+  // (vdpbf16ps, two a float lane), the bf16 layer's ceiling there; else 0.
+  double bf16_pair_flops_per_s = 0;
 };
 Ceilings ceilings;
 
@@ -213,26 +216,29 @@ inline fma_vector multiply_add(fma_vector a, fma_vector b, fma_vector c) { retur
 #endif
 constexpr int fma_lanes = sizeof(fma_vector) / sizeof(float);
 
-double measure_fma_peak() {
+// The peak of an operation acc = op(acc) on vectors V over the host
+// threads: independent chains of it in registers, flops_each a call.
+template <class V, class Splat, class Op>
+double measure_peak(const Splat& splat_of, const Op& op, double flops_each) {
   constexpr int chains = 12;
   constexpr std::int64_t rounds = 1 << 21;
+  constexpr int lanes = sizeof(V) / sizeof(float);
   const int n = host_threads();
   const auto once = [&] {
-    Kokkos::View<float*, Memory> sink("fma_sink", n);
+    Kokkos::View<float*, Memory> sink("peak_sink", n);
     Kokkos::Timer timer;
     Kokkos::parallel_for(
-        "host_fma_peak", Kokkos::RangePolicy<Space, Kokkos::Schedule<Kokkos::Static>>(0, n),
+        "host_peak", Kokkos::RangePolicy<Space, Kokkos::Schedule<Kokkos::Static>>(0, n),
         KOKKOS_LAMBDA(int t) {
-          fma_vector acc[chains];
-          const fma_vector scale = splat(0.999999f), step = splat(1e-7f);
-          for (int i = 0; i < chains; ++i) acc[i] = splat(float(t + i));
+          V acc[chains];
+          for (int i = 0; i < chains; ++i) acc[i] = splat_of(float(t + i));
           for (std::int64_t r = 0; r < rounds; ++r)
-            for (int i = 0; i < chains; ++i) acc[i] = multiply_add(acc[i], scale, step);
+            for (int i = 0; i < chains; ++i) acc[i] = op(acc[i]);
           float total = 0;
           for (int i = 0; i < chains; ++i) {
-            float lane[fma_lanes];
+            float lane[lanes];
             std::memcpy(lane, &acc[i], sizeof lane);
-            for (int l = 0; l < fma_lanes; ++l) total += lane[l];
+            for (int l = 0; l < lanes; ++l) total += lane[l];
           }
           sink(t) = total;  // the chains are used: not optimised away
         });
@@ -240,9 +246,25 @@ double measure_fma_peak() {
     return timer.seconds();
   };
   once();
-  const double flops = 2.0 * fma_lanes * chains * double(rounds) * n;
-  return flops / best_seconds(5, once);
+  return flops_each * chains * double(rounds) * n / best_seconds(5, once);
 }
+
+double measure_fma_peak() {
+  const fma_vector scale = splat(0.999999f), step = splat(1e-7f);
+  return measure_peak<fma_vector>([](float v) { return splat(v); },
+                                  [=](fma_vector acc) { return multiply_add(acc, scale, step); },
+                                  2.0 * fma_lanes);
+}
+
+#if defined(__AVX512F__) && defined(__AVX512BF16__)
+double measure_bf16_pair_peak() {
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
+  return measure_peak<__m512>([](float v) { return _mm512_set1_ps(v); },
+                              [=](__m512 acc) { return _mm512_dpbf16_ps(acc, a, a); }, 4.0 * 16);
+}
+#else
+double measure_bf16_pair_peak() { return 0; }
+#endif
 
 Ceilings measure_ceilings() {
   Ceilings c;
@@ -251,6 +273,7 @@ Ceilings measure_ceilings() {
   c.sgemm_flops_per_s = measure_sgemm_rate();
 #endif
   c.fma_flops_per_s = measure_fma_peak();
+  c.bf16_pair_flops_per_s = measure_bf16_pair_peak();
   return c;
 }
 
@@ -562,13 +585,24 @@ void report_floor(benchmark::State& state, const Point& p, const Traffic& t, dou
   c["gflops"] = flops / seconds / 1e9;
   c["fraction_of_fma_peak"] = flops / seconds / ceilings.fma_flops_per_s;
 }
+// bf16 also against the bfloat16 pairs' peak, where the build has them
+// (the floor's flop rate is the fp32 sgemm's: a layer multiplying pairs
+// may pass it).
+void report_bf16_peak(benchmark::State& state, const Traffic& t, double seconds) {
+  if (ceilings.bf16_pair_flops_per_s > 0)
+    state.counters["fraction_of_bf16_pair_peak"] = t.flops[Driver::total_stage] / seconds /
+                                                   ceilings.bf16_pair_flops_per_s;
+}
 
 template <class Scalar>
 void bench_ours(benchmark::State& state, const Point& p, const std::string& name) {
   auto& f = fixture_slot.get<OursFixture<Scalar>>(name, [&] {
     return std::make_shared<OursFixture<Scalar>>(p);
   });
-  report_floor(state, p, f.in.traffic, time_iterations(state, [&] { f.forward(); }));
+  const double seconds = time_iterations(state, [&] { f.forward(); });
+  report_floor(state, p, f.in.traffic, seconds);
+  if constexpr (std::is_same<Scalar, KokkosMoE::bfloat16>::value)
+    report_bf16_peak(state, f.in.traffic, seconds);
 }
 
 #ifdef KMOE_HOST_BENCH_CBLAS
@@ -667,6 +701,9 @@ void add_context(const std::string& command) {
   benchmark::AddCustomContext("floor_copy_gbps", number(ceilings.copy_bytes_per_s / 1e9));
   benchmark::AddCustomContext("floor_sgemm_gflops", number(ceilings.sgemm_flops_per_s / 1e9));
   benchmark::AddCustomContext("fma_peak_gflops", number(ceilings.fma_flops_per_s / 1e9));
+  if (ceilings.bf16_pair_flops_per_s > 0)
+    benchmark::AddCustomContext("bf16_pair_peak_gflops",
+                                number(ceilings.bf16_pair_flops_per_s / 1e9));
   benchmark::AddCustomContext("cpu", cpu_model());
   benchmark::AddCustomContext("build_flags", build_flags());
   benchmark::AddCustomContext("blas", blas_name());
@@ -685,9 +722,9 @@ int main(int argc, char** argv) {
     ceilings = measure_ceilings();
     std::fprintf(stderr,
                  "host threads %d: copy %.1f GB/s, sgemm %.1f GFLOP/s (the floors' ceilings), "
-                 "multiply-add peak %.1f GFLOP/s\n",
+                 "multiply-add peak %.1f GFLOP/s (bf16 pairs: %.1f)\n",
                  host_threads(), ceilings.copy_bytes_per_s / 1e9, ceilings.sgemm_flops_per_s / 1e9,
-                 ceilings.fma_flops_per_s / 1e9);
+                 ceilings.fma_flops_per_s / 1e9, ceilings.bf16_pair_flops_per_s / 1e9);
     register_all();
     add_context(command);
     benchmark::Initialize(&argc, argv);

@@ -15,7 +15,9 @@
 //     a[k][m..]: one broadcast weight times a vector of tokens, 2 NB
 //     independent FMAs per k. The weights are read in place, a vector
 //     of k of each of the block's rows at a time, over K steps of 128 (e4m3
-//     weights from the tiles in scratch the loader dequantises them into).
+//     weights from the tiles in scratch the loader dequantises them into);
+//     bfloat16 weights with AVX-512 BF16 as pairs of k, the token tile
+//     converted to pairs once per step (PairTile).
 //   HostDotFragment (small tiles: decode, up to 8 tokens per expert) holds
 //     the token tile as in memory, [row][k], K steps of 4096 deep, reads the
 //     weights where they lie in memory (weights_in_place: no copy into
@@ -260,8 +262,9 @@ struct HostPanelFragment
   // c[n][m] += sum_k b[n][k] a[k][m], the weights read where they lie
   // (InPlaceWeights): b.rows rows, b.depth deep, the blocks of token rows
   // that hold b.tokens rows.
-  template <class Scalar>
-  static void multiply_in_place(const float* __restrict a, const InPlaceWeights<Scalar>& b,
+  // (Tokens: the token tile, float, or its bfloat16 pairs: PairTile.)
+  template <class Tokens, class Scalar>
+  static void multiply_in_place(const Tokens& a, const InPlaceWeights<Scalar>& b,
                                 accumulator_type& acc) {
     acc.rows = b.tokens < tile_m ? b.tokens : tile_m;
     const int rows = b.rows < tile_n ? b.rows : tile_n;
@@ -276,15 +279,74 @@ struct HostPanelFragment
       }
   }
 
+#ifdef KOKKOSMOE_HOST_BF16_PAIRS
+  // bfloat16 weights with AVX-512 BF16: the token tile as pairs of k (each
+  // 32-bit lane a token row's k and k + 1; exact, the tile's floats being
+  // bfloat16 values), converted once per step for all the weights it
+  // meets, and multiplied by vdpbf16ps with a pair of weights broadcast
+  // straight from the row: per two k, one broadcast load a weight row and
+  // one instruction a block's accumulator, where floats take two broadcasts
+  // of weights widened into a buffer and two multiply-adds.
+  struct PairTile {
+    alignas(64) std::uint32_t v[tile_k / 2 * tile_m];  // [k / 2][m]
+    int depth;
+  };
+  template <class Member, class... Pairs>
+  static void mma_nt(const Member& member, const tile& a, Pairs&&... b_acc) {
+    if constexpr (all_bfloat16_in_place<std::decay_t<Pairs>...>()) {
+      PairTile pairs;
+      to_pairs(a.data(), depth_of(b_acc...), pairs);
+      multiply_pair_tile(pairs, b_acc...);
+    } else {
+      base::mma_nt(member, a, b_acc...);
+    }
+  }
+#endif
+
  private:
+#ifdef KOKKOSMOE_HOST_BF16_PAIRS
+  template <class... Pairs>
+  static constexpr bool all_bfloat16_in_place() {
+    return pairs_in_place<Pairs...>::value;
+  }
+  template <class... Pairs>
+  struct pairs_in_place : std::true_type {};
+  template <class B, class Acc, class... Rest>
+  struct pairs_in_place<B, Acc, Rest...>
+      : std::integral_constant<bool, std::is_same<B, InPlaceWeights<bfloat16>>::value &&
+                                         pairs_in_place<Rest...>::value> {};
+  template <class... Rest>
+  static int depth_of(const InPlaceWeights<bfloat16>& b, const Rest&...) {
+    return b.depth;
+  }
+  static void multiply_pair_tile(const PairTile&) {}
+  template <class Acc, class... Rest>
+  static void multiply_pair_tile(const PairTile& a, const InPlaceWeights<bfloat16>& b, Acc& acc,
+                                 Rest&&... rest) {
+    multiply_in_place(a, b, acc);
+    multiply_pair_tile(a, rest...);
+  }
+  // The tile's first `depth` k as pairs (past an odd depth, a zero).
+  static void to_pairs(const float* __restrict a, int depth, PairTile& p) {
+    using namespace host_vector;
+    p.depth = depth;
+    for (int q = 0; 2 * q < depth; ++q)
+#pragma GCC unroll 2
+      for (int m = 0; m < tile_m; m += lanes) {
+        const vfloat k0 = load(a + 2 * q * tile_m + m);
+        const vfloat k1 = 2 * q + 1 < depth ? load(a + (2 * q + 1) * tile_m + m) : broadcast(0.0f);
+        const vpairs v = interleave_pairs(k0, k1);
+        std::memcpy(p.v + q * tile_m + m, &v, sizeof v);
+      }
+  }
+#endif
   // A block of the token rows from m0 (`left` of them in the tile): only
   // as many token vectors as hold rows, and with AVX-512 a half vector
   // where at most 8 are left (an expert's last rows: at 16 rows per
   // expert, 0.70 of the lanes of whole vectors held rows).
-  template <class Scalar>
-  static void multiply_rows(const float* __restrict a, const InPlaceWeights<Scalar>& b,
-                            float* __restrict c, int m0, int left, int n0, int used, int next,
-                            int following) {
+  template <class Tokens, class Scalar>
+  static void multiply_rows(const Tokens& a, const InPlaceWeights<Scalar>& b, float* __restrict c,
+                            int m0, int left, int n0, int used, int next, int following) {
     using namespace host_vector;
 #ifdef KOKKOSMOE_HOST_HALF_VECTORS
     if (left <= Half::width)
@@ -388,6 +450,52 @@ struct HostPanelFragment
 #pragma GCC unroll 4
       for (int i = 0; i < M; ++i) V::store(c + (n0 + j) * tile_m + m0 + i * V::width, block[j][i]);
   }
+#ifdef KOKKOSMOE_HOST_BF16_PAIRS
+  // The same block from the token tile's pairs, two k a multiply (an odd
+  // depth's last k with a zero beside it: the weight after it may lie past
+  // the weights).
+  template <class V, int M>
+  static void multiply_block_in_place(const PairTile& a, const InPlaceWeights<bfloat16>& b,
+                                      float* __restrict c, int m0, int n0, int used, int next,
+                                      int following) {
+    using namespace host_vector;
+    constexpr int N = NB;
+    constexpr int line = 64 / sizeof(bfloat16);
+    const bfloat16* row[N];
+#pragma GCC unroll 16
+    for (int j = 0; j < N; ++j) row[j] = b.first + (n0 + (j < used ? j : used - 1)) * b.ld;
+    const bfloat16* ahead = b.first + next * b.ld;
+    typename V::type block[N][M];
+#pragma GCC unroll 16
+    for (int j = 0; j < N; ++j)
+#pragma GCC unroll 4
+      for (int i = 0; i < M; ++i)
+        block[j][i] = j < used ? V::load(c + (n0 + j) * tile_m + m0 + i * V::width)
+                               : V::broadcast(0.0f);
+    const auto step = [&](int q, const auto& pair_of) {
+      typename V::pairs t[M];
+#pragma GCC unroll 4
+      for (int i = 0; i < M; ++i) t[i] = V::load_pairs(a.v + q * tile_m + m0 + i * V::width);
+#pragma GCC unroll 16
+      for (int j = 0; j < N; ++j) {
+        const typename V::pairs w = V::broadcast_pair(pair_of(row[j] + 2 * q));
+#pragma GCC unroll 4
+        for (int i = 0; i < M; ++i) block[j][i] = V::dot(t[i], w, block[j][i]);
+      }
+    };
+    const int whole = b.depth / 2;
+    for (int q = 0; q < whole; ++q) {
+      if (2 * q % line == 0)
+        for (int j = 0; j < following; ++j) __builtin_prefetch(ahead + j * b.ld + 2 * q, 0, 2);
+      step(q, [](const bfloat16* p) { return pair_at(p); });
+    }
+    if (b.depth % 2) step(whole, [](const bfloat16* p) { return std::uint32_t(p->bits); });
+#pragma GCC unroll 16
+    for (int j = 0; j < used; ++j)
+#pragma GCC unroll 4
+      for (int i = 0; i < M; ++i) V::store(c + (n0 + j) * tile_m + m0 + i * V::width, block[j][i]);
+  }
+#endif
 };
 
 template <class ExecutionSpace, int TileN>
@@ -440,8 +548,9 @@ struct HostDotFragment
   // c += a b^T, b read in place, over the b.rows weight rows, the b.tokens
   // token rows that are stored and the b.depth k of the step (zeros in a
   // tile past them).
-  template <class Scalar>
-  static void multiply_in_place(const float* __restrict a, const InPlaceWeights<Scalar>& b,
+  // (Tokens: the token tile, float, or its bfloat16 pairs: PairTile.)
+  template <class Tokens, class Scalar>
+  static void multiply_in_place(const Tokens& a, const InPlaceWeights<Scalar>& b,
                                 accumulator_type& acc) {
     static_assert(tile_m == 8, "one case per row count");
     acc.rows = b.tokens < tile_m ? b.tokens : tile_m;

@@ -111,7 +111,7 @@ inline vfloat widen_first(const Scalar* p, int n) {
 // multiply-adds of an instruction of floats, and the weights need no
 // widening. Only where the compile targets it (-mavx512bf16, or a -march
 // that has it): KOKKOSMOE_HOST_BF16_PAIRS says whether.
-#if defined(__AVX512F__) && defined(__AVX512BF16__)
+#if defined(__AVX512F__) && defined(__AVX512BF16__) && defined(__AVX512VL__)
 #define KOKKOSMOE_HOST_BF16_PAIRS
 using vpairs = __m512bh;
 // 2 lanes bfloat16 from p (any alignment); the first n < 2 lanes of them, zeros after.
@@ -125,6 +125,20 @@ inline vpairs to_pairs(const float* p) {
 }
 inline vfloat dot_pairs(vpairs a, vpairs b, vfloat acc) {
   return vfloat(_mm512_dpbf16_ps(__m512(acc), a, b));
+}
+// The pair (p[0], p[1]) in every 32-bit lane: one broadcast load.
+inline std::uint32_t pair_at(const bfloat16* p) {
+  std::uint32_t u;
+  std::memcpy(&u, p, sizeof u);
+  return u;
+}
+// Floats that bfloat16 holds exactly, two vectors of k and k + 1 of the
+// same lanes, as pairs lane by lane (k in the low half): their upper halves.
+inline vpairs interleave_pairs(vfloat k0, vfloat k1) {
+  const __m512i low = _mm512_srli_epi32(_mm512_castps_si512(__m512(k0)), 16);
+  const __m512i high = _mm512_and_si512(_mm512_castps_si512(__m512(k1)),
+                                        _mm512_set1_epi32(std::int32_t(0xffff0000u)));
+  return vpairs(_mm512_or_si512(low, high));
 }
 #endif
 // v[r][c] -> v[c][r]: a lanes x lanes block transposed in registers
@@ -189,6 +203,12 @@ struct Full {
   static void store(float* p, type v) { host_vector::store(p, v); }
   static type broadcast(float s) { return host_vector::broadcast(s); }
   static type fma(type a, type b, type acc) { return host_vector::fma(a, b, acc); }
+#ifdef KOKKOSMOE_HOST_BF16_PAIRS
+  using pairs = vpairs;
+  static pairs load_pairs(const std::uint32_t* p) { return pairs(_mm512_loadu_si512(p)); }
+  static pairs broadcast_pair(std::uint32_t u) { return pairs(_mm512_set1_epi32(std::int32_t(u))); }
+  static type dot(pairs a, pairs b, type acc) { return dot_pairs(a, b, acc); }
+#endif
 };
 #if defined(__AVX512F__)
 #define KOKKOSMOE_HOST_HALF_VECTORS
@@ -199,6 +219,14 @@ struct Half {
   static void store(float* p, type v) { _mm256_storeu_ps(p, v); }
   static type broadcast(float s) { return _mm256_set1_ps(s); }
   static type fma(type a, type b, type acc) { return _mm256_fmadd_ps(a, b, acc); }
+#ifdef KOKKOSMOE_HOST_BF16_PAIRS
+  using pairs = __m256bh;
+  static pairs load_pairs(const std::uint32_t* p) {
+    return pairs(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static pairs broadcast_pair(std::uint32_t u) { return pairs(_mm256_set1_epi32(std::int32_t(u))); }
+  static type dot(pairs a, pairs b, type acc) { return _mm256_dpbf16_ps(acc, a, b); }
+#endif
 };
 #endif
 // e^x lane by lane: the host target's exp polynomial on whole vectors, the
