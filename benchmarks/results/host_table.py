@@ -70,6 +70,8 @@ def records(run, commit):
         "copy_gbps": float(ctx["floor_copy_gbps"]),
         "sgemm_gflops": float(ctx["floor_sgemm_gflops"]),
         "fma_peak_gflops": float(ctx["fma_peak_gflops"]) if "fma_peak_gflops" in ctx else None,
+        "bf16_pair_peak_gflops": (float(ctx["bf16_pair_peak_gflops"])
+                                  if "bf16_pair_peak_gflops" in ctx else None),
         "cpu": ctx["cpu"],
         "flags": ctx.get("build_flags") or None,
         "date": ctx["date"][:10],
@@ -102,12 +104,13 @@ def records(run, commit):
         }
         if spread.get(name, (0, 0, 0))[2] > 1:
             rec["time_ms_min"], rec["time_ms_max"], rec["repetitions"] = spread[name]
-        if "fraction_of_fma_peak" in b:
-            rec["fraction_of_fma_peak"] = b["fraction_of_fma_peak"]
+        for k in ("fraction_of_fma_peak", "fraction_of_bf16_pair_peak"):
+            if k in b:
+                rec[k] = b[k]
         if "rel_err_vs_ours" in b:
             rec["rel_err_vs_ours"] = b["rel_err_vs_ours"]
         rec.update(common)
-        for k in ("flags", "fma_peak_gflops"):
+        for k in ("flags", "fma_peak_gflops", "bf16_pair_peak_gflops"):
             if rec[k] is None:
                 del rec[k]
         rec["label"] = m["label"]
@@ -162,6 +165,8 @@ def ceilings_line(run):
     measured_again = f" (as benchmarks: {', '.join(again)})" if again else ""
     peak = (f"; multiply-add peak {float(ctx['fma_peak_gflops']):.0f} GFLOP/s"
             if "fma_peak_gflops" in ctx else "")
+    if "bf16_pair_peak_gflops" in ctx:
+        peak += f" (bf16 pairs {float(ctx['bf16_pair_peak_gflops']):.0f})"
     return (f"- {ctx['kokkos_threads']} thread(s): copy {float(ctx['floor_copy_gbps']):.1f} GB/s, "
             f"sgemm {float(ctx['floor_sgemm_gflops']):.0f} GFLOP/s{measured_again}, "
             f"{ctx['blas']}{peak}; load average at start {ctx['loadavg_at_start'].split()[0]}")
@@ -185,6 +190,8 @@ def records_ceilings_line(recs, n):
     """The floor's inputs of one thread count, from its records."""
     r = next(r for r in recs if r["threads"] == n)
     peak = f"; multiply-add peak {r['fma_peak_gflops']:.0f} GFLOP/s" if "fma_peak_gflops" in r else ""
+    if "bf16_pair_peak_gflops" in r:
+        peak += f" (bf16 pairs {r['bf16_pair_peak_gflops']:.0f})"
     return (f"- {n} thread(s): copy {r['copy_gbps']:.1f} GB/s, sgemm {r['sgemm_gflops']:.0f} GFLOP/s"
             f"{peak}; load average at start {r['loadavg_at_start']}")
 
@@ -215,6 +222,7 @@ def table(recs, runs=()):
     head = ["point", "dtype"]
     for n in threads:
         head += [f"floor ms, {n}t", f"ours, {n}t", f"cblas, {n}t"]
+    # bf16 where the build multiplies pairs: of the pairs' peak.
     head.append(f"ours of FMA peak, {threads[-1]}t")
     print("| " + " | ".join(head) + " |")
     print("| --- | --- |" + " ---: |" * (len(head) - 2))
@@ -235,7 +243,9 @@ def table(recs, runs=()):
             cells += [ms(floor) if floor else "-", cell(ours), cell(peer)]
         ours = by.get((label, tokens, dtype, threads[-1], "ours")) or {}
         peak = ours.get("fraction_of_fma_peak")
-        cells.append(f"{peak:.1%}" if peak is not None else "-")
+        pairs = ours.get("fraction_of_bf16_pair_peak")
+        cells.append(f"{pairs:.1%} (pairs)" if pairs is not None else
+                     f"{peak:.1%}" if peak is not None else "-")
         print("| " + " | ".join(cells) + " |")
 
 
