@@ -395,6 +395,34 @@ struct HostPanelFragment
       for (int i = 0; i < MB; ++i)
         host_vector::store(c + (n0 + j) * tile_m + m0 + i * lanes, block[j][i]);
   }
+  // A register block's weight rows from column n0 (those past `used`
+  // repeating the last one, whose products are not stored) and its
+  // accumulators, loaded from c (zeros past `used`: they may lie past the
+  // tile) and stored back.
+  template <class Scalar>
+  static void block_rows(const InPlaceWeights<Scalar>& b, int n0, int used,
+                         const Scalar* (&row)[NB]) {
+#pragma GCC unroll 16
+    for (int j = 0; j < NB; ++j) row[j] = b.first + (n0 + (j < used ? j : used - 1)) * b.ld;
+  }
+  template <class V, int M>
+  static void load_block(typename V::type (&block)[NB][M], const float* __restrict c, int m0,
+                         int n0, int used) {
+#pragma GCC unroll 16
+    for (int j = 0; j < NB; ++j)
+#pragma GCC unroll 4
+      for (int i = 0; i < M; ++i)
+        block[j][i] = j < used ? V::load(c + (n0 + j) * tile_m + m0 + i * V::width)
+                               : V::broadcast(0.0f);
+  }
+  template <class V, int M>
+  static void store_block(const typename V::type (&block)[NB][M], float* __restrict c, int m0,
+                          int n0, int used) {
+#pragma GCC unroll 16
+    for (int j = 0; j < used; ++j)
+#pragma GCC unroll 4
+      for (int i = 0; i < M; ++i) V::store(c + (n0 + j) * tile_m + m0 + i * V::width, block[j][i]);
+  }
   // The block of columns [n0, n0 + used) (NB accumulated, the rows past
   // `used` repeating the last one, neither loaded from c nor stored: they
   // may lie past the tile) over the step's depth, by chunks of `lanes` k.
@@ -411,16 +439,10 @@ struct HostPanelFragment
     constexpr int N = NB;
     constexpr int line = 64 / sizeof(Scalar);  // k a cache line
     const Scalar* row[N];
-#pragma GCC unroll 16
-    for (int j = 0; j < N; ++j) row[j] = b.first + (n0 + (j < used ? j : used - 1)) * b.ld;
+    block_rows(b, n0, used, row);
     const Scalar* ahead = b.first + next * b.ld;
     typename V::type block[N][M];
-#pragma GCC unroll 16
-    for (int j = 0; j < N; ++j)
-#pragma GCC unroll 4
-      for (int i = 0; i < M; ++i)
-        block[j][i] = j < used ? V::load(c + (n0 + j) * tile_m + m0 + i * V::width)
-                               : V::broadcast(0.0f);
+    load_block<V>(block, c, m0, n0, used);
     alignas(64) float w[N][lanes];
     for (int k0 = 0; k0 < b.depth; k0 += lanes) {
       const int n = b.depth - k0 < lanes ? b.depth - k0 : lanes;
@@ -445,10 +467,7 @@ struct HostPanelFragment
       }
       multiply_chunk<V>(block, a + k0 * tile_m + m0, n, [&](int j, int kk) { return w[j][kk]; });
     }
-#pragma GCC unroll 16
-    for (int j = 0; j < used; ++j)
-#pragma GCC unroll 4
-      for (int i = 0; i < M; ++i) V::store(c + (n0 + j) * tile_m + m0 + i * V::width, block[j][i]);
+    store_block<V>(block, c, m0, n0, used);
   }
 #ifdef KOKKOSMOE_HOST_BF16_PAIRS
   // The same block from the token tile's pairs, two k a multiply (an odd
@@ -462,16 +481,10 @@ struct HostPanelFragment
     constexpr int N = NB;
     constexpr int line = 64 / sizeof(bfloat16);
     const bfloat16* row[N];
-#pragma GCC unroll 16
-    for (int j = 0; j < N; ++j) row[j] = b.first + (n0 + (j < used ? j : used - 1)) * b.ld;
+    block_rows(b, n0, used, row);
     const bfloat16* ahead = b.first + next * b.ld;
     typename V::type block[N][M];
-#pragma GCC unroll 16
-    for (int j = 0; j < N; ++j)
-#pragma GCC unroll 4
-      for (int i = 0; i < M; ++i)
-        block[j][i] = j < used ? V::load(c + (n0 + j) * tile_m + m0 + i * V::width)
-                               : V::broadcast(0.0f);
+    load_block<V>(block, c, m0, n0, used);
     const auto step = [&](int q, const auto& pair_of) {
       typename V::pairs t[M];
 #pragma GCC unroll 4
@@ -490,10 +503,7 @@ struct HostPanelFragment
       step(q, [](const bfloat16* p) { return pair_at(p); });
     }
     if (b.depth % 2) step(whole, [](const bfloat16* p) { return std::uint32_t(p->bits); });
-#pragma GCC unroll 16
-    for (int j = 0; j < used; ++j)
-#pragma GCC unroll 4
-      for (int i = 0; i < M; ++i) V::store(c + (n0 + j) * tile_m + m0 + i * V::width, block[j][i]);
+    store_block<V>(block, c, m0, n0, used);
   }
 #endif
 };
