@@ -256,7 +256,8 @@ double measure_fma_peak() {
                                   2.0 * fma_lanes);
 }
 
-#if defined(__AVX512F__) && defined(__AVX512BF16__)
+// (As the layer's pairs: AVX-512 BF16 with VL, KOKKOSMOE_HOST_BF16_PAIRS.)
+#if defined(__AVX512F__) && defined(__AVX512BF16__) && defined(__AVX512VL__)
 double measure_bf16_pair_peak() {
   const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(1e-3f));
   return measure_peak<__m512>([](float v) { return _mm512_set1_ps(v); },

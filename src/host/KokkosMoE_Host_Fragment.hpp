@@ -289,13 +289,12 @@ struct HostPanelFragment
   // of weights widened into a buffer and two multiply-adds.
   struct PairTile {
     alignas(64) std::uint32_t v[tile_k / 2 * tile_m];  // [k / 2][m]
-    int depth;
   };
   template <class Member, class... Pairs>
   static void mma_nt(const Member& member, const tile& a, Pairs&&... b_acc) {
     if constexpr (all_bfloat16_in_place<std::decay_t<Pairs>...>()) {
       PairTile pairs;
-      to_pairs(a.data(), depth_of(b_acc...), pairs);
+      to_pairs(a.data(), first_of(b_acc...), pairs);
       multiply_pair_tile(pairs, b_acc...);
     } else {
       base::mma_nt(member, a, b_acc...);
@@ -316,8 +315,9 @@ struct HostPanelFragment
       : std::integral_constant<bool, std::is_same<B, InPlaceWeights<bfloat16>>::value &&
                                          pairs_in_place<Rest...>::value> {};
   template <class... Rest>
-  static int depth_of(const InPlaceWeights<bfloat16>& b, const Rest&...) {
-    return b.depth;
+  static const InPlaceWeights<bfloat16>& first_of(const InPlaceWeights<bfloat16>& b,
+                                                  const Rest&...) {
+    return b;
   }
   static void multiply_pair_tile(const PairTile&) {}
   template <class Acc, class... Rest>
@@ -326,13 +326,15 @@ struct HostPanelFragment
     multiply_in_place(a, b, acc);
     multiply_pair_tile(a, rest...);
   }
-  // The tile's first `depth` k as pairs (past an odd depth, a zero).
-  static void to_pairs(const float* __restrict a, int depth, PairTile& p) {
+  // The step's k (b.depth; past an odd depth, a zero) of the vectors of
+  // token rows the multiplies read (those that hold b.tokens rows) as pairs.
+  static void to_pairs(const float* __restrict a, const InPlaceWeights<bfloat16>& b, PairTile& p) {
     using namespace host_vector;
-    p.depth = depth;
+    const int depth = b.depth;
+    const int rows = b.tokens < tile_m ? (b.tokens + lanes - 1) / lanes * lanes : tile_m;
     for (int q = 0; 2 * q < depth; ++q)
 #pragma GCC unroll 2
-      for (int m = 0; m < tile_m; m += lanes) {
+      for (int m = 0; m < rows; m += lanes) {
         const vfloat k0 = load(a + 2 * q * tile_m + m);
         const vfloat k1 = 2 * q + 1 < depth ? load(a + (2 * q + 1) * tile_m + m) : broadcast(0.0f);
         const vpairs v = interleave_pairs(k0, k1);
