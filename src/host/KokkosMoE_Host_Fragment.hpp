@@ -292,9 +292,9 @@ struct HostPanelFragment
   };
   template <class Member, class... Pairs>
   static void mma_nt(const Member& member, const tile& a, Pairs&&... b_acc) {
-    if constexpr (all_bfloat16_in_place<std::decay_t<Pairs>...>()) {
+    if constexpr (pairs_in_place<std::decay_t<Pairs>...>::value) {
       PairTile pairs;
-      to_pairs(a.data(), first_of(b_acc...), pairs);
+      to_pair_tile(a.data(), first_of(b_acc...), pairs);
       multiply_pair_tile(pairs, b_acc...);
     } else {
       base::mma_nt(member, a, b_acc...);
@@ -304,10 +304,7 @@ struct HostPanelFragment
 
  private:
 #ifdef KOKKOSMOE_HOST_BF16_PAIRS
-  template <class... Pairs>
-  static constexpr bool all_bfloat16_in_place() {
-    return pairs_in_place<Pairs...>::value;
-  }
+  // Whether every (weights, accumulator) pair takes bfloat16 weights in place.
   template <class... Pairs>
   struct pairs_in_place : std::true_type {};
   template <class B, class Acc, class... Rest>
@@ -328,7 +325,8 @@ struct HostPanelFragment
   }
   // The step's k (b.depth; past an odd depth, a zero) of the vectors of
   // token rows the multiplies read (those that hold b.tokens rows) as pairs.
-  static void to_pairs(const float* __restrict a, const InPlaceWeights<bfloat16>& b, PairTile& p) {
+  static void to_pair_tile(const float* __restrict a, const InPlaceWeights<bfloat16>& b,
+                           PairTile& p) {
     using namespace host_vector;
     const int depth = b.depth;
     const int rows = b.tokens < tile_m ? (b.tokens + lanes - 1) / lanes * lanes : tile_m;
@@ -560,9 +558,8 @@ struct HostDotFragment
   // c += a b^T, b read in place, over the b.rows weight rows, the b.tokens
   // token rows that are stored and the b.depth k of the step (zeros in a
   // tile past them).
-  // (Tokens: the token tile, float, or its bfloat16 pairs: PairTile.)
-  template <class Tokens, class Scalar>
-  static void multiply_in_place(const Tokens& a, const InPlaceWeights<Scalar>& b,
+  template <class Scalar>
+  static void multiply_in_place(const float* __restrict a, const InPlaceWeights<Scalar>& b,
                                 accumulator_type& acc) {
     static_assert(tile_m == 8, "one case per row count");
     acc.rows = b.tokens < tile_m ? b.tokens : tile_m;
