@@ -8,9 +8,13 @@
 // measured in the same run on the same threads. Each layer benchmark
 // reports bytes, flops, floor_ms = max(bytes / copy bandwidth, flops /
 // sgemm rate) and fraction_of_floor = floor / time, as docs/performance.md
-// does on the GPU, and fraction_of_fma_peak against the cores' multiply-add
+// does on the GPU, fraction_of_fma_peak against the cores' multiply-add
 // peak, measured in the same run too (the sgemm rate of a BLAS built for
-// an older instruction set is well below it). benchmarks/results/host_table.py makes records and a
+// an older instruction set is well below it), and fraction_of_read_stream:
+// the time a pure read of the point's bytes takes at the rate the same run
+// measured, over the point's (decode reads its weights once, with no
+// writes to speak of, and on some machines one core reads slower than the
+// copy's reads and writes together move). benchmarks/results/host_table.py makes records and a
 // table of its JSON output.
 #include <KokkosMoE/KokkosMoE_Layer.hpp>
 #include <KokkosMoE/KokkosMoE_TraceSynth.hpp>
@@ -89,6 +93,8 @@ struct Ceilings {
   // With AVX-512 BF16: the peak of bfloat16 pairs' multiply-adds
   // (vdpbf16ps, two a float lane), the bf16 layer's ceiling there; else 0.
   double bf16_pair_flops_per_s = 0;
+  // A read stream over the host threads (not in the floor: see above).
+  double read_bytes_per_s = 0;
 };
 Ceilings ceilings;
 
@@ -267,9 +273,51 @@ double measure_bf16_pair_peak() {
 double measure_bf16_pair_peak() { return 0; }
 #endif
 
+// One read of src by the host threads, each summing its contiguous share
+// in vectors, several sums in flight (as decode's multiply-adds read their
+// weight rows), counted as the bytes read.
+double read_seconds(const Bytes& src, const Kokkos::View<float*, Memory>& sink) {
+  const int n = host_threads();
+  const std::size_t share = copy_bytes / n / 64 * 64;
+  Kokkos::Timer timer;
+  Kokkos::parallel_for(
+      "host_read", Kokkos::RangePolicy<Space, Kokkos::Schedule<Kokkos::Static>>(0, n),
+      KOKKOS_LAMBDA(int t) {
+        constexpr int sums = 8;
+        constexpr std::size_t step = sums * sizeof(fma_vector);
+        const char* p = src.data() + t * share;
+        const std::size_t bytes = t == n - 1 ? copy_bytes - t * share : share;
+        fma_vector acc[sums];
+        for (int j = 0; j < sums; ++j) acc[j] = splat(0.0f);
+        for (std::size_t i = 0; i + step <= bytes; i += step)
+          for (int j = 0; j < sums; ++j) {
+            fma_vector v;
+            std::memcpy(&v, p + i + j * sizeof v, sizeof v);
+            acc[j] = acc[j] + v;
+          }
+        float total = 0;
+        for (int j = 0; j < sums; ++j) {
+          float lane[fma_lanes];
+          std::memcpy(lane, &acc[j], sizeof lane);
+          for (int l = 0; l < fma_lanes; ++l) total += lane[l];
+        }
+        sink(t) = total;  // the sums are used: not optimised away
+      });
+  Space().fence();
+  return timer.seconds();
+}
+
+double measure_read_bandwidth() {
+  Bytes src("read_src", copy_bytes);  // zeroed: pages touched
+  Kokkos::View<float*, Memory> sink("read_sink", host_threads());
+  read_seconds(src, sink);
+  return double(copy_bytes) / best_seconds(9, [&] { return read_seconds(src, sink); });
+}
+
 Ceilings measure_ceilings() {
   Ceilings c;
   c.copy_bytes_per_s = measure_copy_bandwidth();
+  c.read_bytes_per_s = measure_read_bandwidth();
 #ifdef KMOE_HOST_BENCH_CBLAS
   c.sgemm_flops_per_s = measure_sgemm_rate();
 #endif
@@ -585,6 +633,7 @@ void report_floor(benchmark::State& state, const Point& p, const Traffic& t, dou
   c["fraction_of_floor"] = floor_s / seconds;
   c["gflops"] = flops / seconds / 1e9;
   c["fraction_of_fma_peak"] = flops / seconds / ceilings.fma_flops_per_s;
+  c["fraction_of_read_stream"] = bytes / ceilings.read_bytes_per_s / seconds;
 }
 // bf16 also against the bfloat16 pairs' peak, where the build has them
 // (the floor's flop rate is the fp32 sgemm's: a layer multiplying pairs
@@ -702,6 +751,7 @@ void add_context(const std::string& command) {
   benchmark::AddCustomContext("floor_copy_gbps", number(ceilings.copy_bytes_per_s / 1e9));
   benchmark::AddCustomContext("floor_sgemm_gflops", number(ceilings.sgemm_flops_per_s / 1e9));
   benchmark::AddCustomContext("fma_peak_gflops", number(ceilings.fma_flops_per_s / 1e9));
+  benchmark::AddCustomContext("read_gbps", number(ceilings.read_bytes_per_s / 1e9));
   if (ceilings.bf16_pair_flops_per_s > 0)
     benchmark::AddCustomContext("bf16_pair_peak_gflops",
                                 number(ceilings.bf16_pair_flops_per_s / 1e9));
@@ -723,9 +773,10 @@ int main(int argc, char** argv) {
     ceilings = measure_ceilings();
     std::fprintf(stderr,
                  "host threads %d: copy %.1f GB/s, sgemm %.1f GFLOP/s (the floors' ceilings), "
-                 "multiply-add peak %.1f GFLOP/s (bf16 pairs: %.1f)\n",
+                 "multiply-add peak %.1f GFLOP/s (bf16 pairs: %.1f), read stream %.1f GB/s\n",
                  host_threads(), ceilings.copy_bytes_per_s / 1e9, ceilings.sgemm_flops_per_s / 1e9,
-                 ceilings.fma_flops_per_s / 1e9, ceilings.bf16_pair_flops_per_s / 1e9);
+                 ceilings.fma_flops_per_s / 1e9, ceilings.bf16_pair_flops_per_s / 1e9,
+                 ceilings.read_bytes_per_s / 1e9);
     register_all();
     add_context(command);
     benchmark::Initialize(&argc, argv);

@@ -13,8 +13,10 @@ host.json beside this file; records of the same point and build flags are
 replaced, those of other builds kept): the
 median time, the floor from the ceilings the same run measured (copy
 bandwidth, sgemm rate: the run's context), the fraction of the floor, the
-fraction of the cores' multiply-add peak (measured in the same run), and
-the shortest and longest repetition and their count (time_ms_min,
+fraction of the cores' multiply-add peak (measured in the same run),
+where the run measured one, the fraction of its read stream (the time a
+pure read of the point's bytes takes at the run's read rate, over the
+point's: fraction_of_read_stream, read_gbps), and the shortest and longest repetition and their count (time_ms_min,
 time_ms_max, repetitions: the spread, where the run has repetitions), the
 run's CPU, flags, date, command and commit (and --raw-runs, where the
 run's Google Benchmark JSON is kept: "raw_runs"; {run} in it is replaced by
@@ -72,6 +74,7 @@ def records(run, commit):
         "fma_peak_gflops": float(ctx["fma_peak_gflops"]) if "fma_peak_gflops" in ctx else None,
         "bf16_pair_peak_gflops": (float(ctx["bf16_pair_peak_gflops"])
                                   if "bf16_pair_peak_gflops" in ctx else None),
+        "read_gbps": float(ctx["read_gbps"]) if "read_gbps" in ctx else None,
         "cpu": ctx["cpu"],
         "flags": ctx.get("build_flags") or None,
         "date": ctx["date"][:10],
@@ -104,13 +107,13 @@ def records(run, commit):
         }
         if spread.get(name, (0, 0, 0))[2] > 1:
             rec["time_ms_min"], rec["time_ms_max"], rec["repetitions"] = spread[name]
-        for k in ("fraction_of_fma_peak", "fraction_of_bf16_pair_peak"):
+        for k in ("fraction_of_fma_peak", "fraction_of_bf16_pair_peak", "fraction_of_read_stream"):
             if k in b:
                 rec[k] = b[k]
         if "rel_err_vs_ours" in b:
             rec["rel_err_vs_ours"] = b["rel_err_vs_ours"]
         rec.update(common)
-        for k in ("flags", "fma_peak_gflops", "bf16_pair_peak_gflops"):
+        for k in ("flags", "fma_peak_gflops", "bf16_pair_peak_gflops", "read_gbps"):
             if rec[k] is None:
                 del rec[k]
         rec["label"] = m["label"]
@@ -167,6 +170,8 @@ def ceilings_line(run):
             if "fma_peak_gflops" in ctx else "")
     if "bf16_pair_peak_gflops" in ctx:
         peak += f" (bf16 pairs {float(ctx['bf16_pair_peak_gflops']):.0f})"
+    if "read_gbps" in ctx:
+        peak += f"; read stream {float(ctx['read_gbps']):.1f} GB/s"
     return (f"- {ctx['kokkos_threads']} thread(s): copy {float(ctx['floor_copy_gbps']):.1f} GB/s, "
             f"sgemm {float(ctx['floor_sgemm_gflops']):.0f} GFLOP/s{measured_again}, "
             f"{ctx['blas']}{peak}; load average at start {ctx['loadavg_at_start'].split()[0]}")
@@ -192,6 +197,8 @@ def records_ceilings_line(recs, n):
     peak = f"; multiply-add peak {r['fma_peak_gflops']:.0f} GFLOP/s" if "fma_peak_gflops" in r else ""
     if "bf16_pair_peak_gflops" in r:
         peak += f" (bf16 pairs {r['bf16_pair_peak_gflops']:.0f})"
+    if "read_gbps" in r:
+        peak += f"; read stream {r['read_gbps']:.1f} GB/s"
     return (f"- {n} thread(s): copy {r['copy_gbps']:.1f} GB/s, sgemm {r['sgemm_gflops']:.0f} GFLOP/s"
             f"{peak}; load average at start {r['loadavg_at_start']}")
 
@@ -224,6 +231,10 @@ def table(recs, runs=()):
         head += [f"floor ms, {n}t", f"ours, {n}t", f"cblas, {n}t"]
     # bf16 where the build multiplies pairs: of the pairs' peak.
     head.append(f"ours of FMA peak, {threads[-1]}t")
+    # Where the runs measured a read stream: ours against it (decode's limit).
+    reads = any("fraction_of_read_stream" in r for r in recs)
+    if reads:
+        head += [f"ours of read stream, {n}t" for n in threads]
     print("| " + " | ".join(head) + " |")
     print("| --- | --- |" + " ---: |" * (len(head) - 2))
     by = {(bench_label(r, full), r["tokens"], r["dtype"], r["threads"], r["impl"]): r for r in recs}
@@ -246,6 +257,10 @@ def table(recs, runs=()):
         pairs = ours.get("fraction_of_bf16_pair_peak")
         cells.append(f"{pairs:.1%} (pairs)" if pairs is not None else
                      f"{peak:.1%}" if peak is not None else "-")
+        if reads:
+            for n in threads:
+                read = (by.get((label, tokens, dtype, n, "ours")) or {}).get("fraction_of_read_stream")
+                cells.append(f"{read:.1%}" if read is not None else "-")
         print("| " + " | ".join(cells) + " |")
 
 
