@@ -222,13 +222,26 @@ inline fma_vector multiply_add(fma_vector a, fma_vector b, fma_vector c) { retur
 #endif
 constexpr int fma_lanes = sizeof(fma_vector) / sizeof(float);
 
+// Every lane of every vector of acc added up: a measurement's result, used
+// so that the loop that made it is not optimised away.
+template <class V, int N>
+float sum_of_lanes(const V (&acc)[N]) {
+  constexpr int lanes = sizeof(V) / sizeof(float);
+  float total = 0;
+  for (int i = 0; i < N; ++i) {
+    float lane[lanes];
+    std::memcpy(lane, &acc[i], sizeof lane);
+    for (int l = 0; l < lanes; ++l) total += lane[l];
+  }
+  return total;
+}
+
 // The peak of an operation acc = op(acc) on vectors V over the host
 // threads: independent chains of it in registers, flops_each a call.
 template <class V, class Splat, class Op>
 double measure_peak(const Splat& splat_of, const Op& op, double flops_each) {
   constexpr int chains = 12;
   constexpr std::int64_t rounds = 1 << 21;
-  constexpr int lanes = sizeof(V) / sizeof(float);
   const int n = host_threads();
   const auto once = [&] {
     Kokkos::View<float*, Memory> sink("peak_sink", n);
@@ -240,13 +253,7 @@ double measure_peak(const Splat& splat_of, const Op& op, double flops_each) {
           for (int i = 0; i < chains; ++i) acc[i] = splat_of(float(t + i));
           for (std::int64_t r = 0; r < rounds; ++r)
             for (int i = 0; i < chains; ++i) acc[i] = op(acc[i]);
-          float total = 0;
-          for (int i = 0; i < chains; ++i) {
-            float lane[lanes];
-            std::memcpy(lane, &acc[i], sizeof lane);
-            for (int l = 0; l < lanes; ++l) total += lane[l];
-          }
-          sink(t) = total;  // the chains are used: not optimised away
+          sink(t) = sum_of_lanes(acc);
         });
     Space().fence();
     return timer.seconds();
@@ -295,13 +302,7 @@ double read_seconds(const Bytes& src, const Kokkos::View<float*, Memory>& sink) 
             std::memcpy(&v, p + i + j * sizeof v, sizeof v);
             acc[j] = acc[j] + v;
           }
-        float total = 0;
-        for (int j = 0; j < sums; ++j) {
-          float lane[fma_lanes];
-          std::memcpy(lane, &acc[j], sizeof lane);
-          for (int l = 0; l < fma_lanes; ++l) total += lane[l];
-        }
-        sink(t) = total;  // the sums are used: not optimised away
+        sink(t) = sum_of_lanes(acc);
       });
   Space().fence();
   return timer.seconds();
