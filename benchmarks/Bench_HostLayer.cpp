@@ -102,19 +102,29 @@ Ceilings ceilings;
 constexpr std::size_t copy_bytes = std::size_t(512) << 20;
 using Bytes = Kokkos::View<char*, Memory>;
 
+// Thread t's contiguous share [begin, end) of copy_bytes among n threads:
+// whole 64-byte lines, the last thread taking the rest.
+struct Share {
+  std::size_t begin, end;
+};
+KOKKOS_INLINE_FUNCTION Share share_of(int t, int n) {
+  const std::size_t share = copy_bytes / n / 64 * 64;
+  return Share{t * share, t == n - 1 ? copy_bytes : (t + 1) * share};
+}
+
 // One copy of src into dst, counted as read + write bytes: each host thread
 // memcpys its contiguous share (glibc streams large copies past the caches,
 // as a bandwidth measure should, instead of reading each line before it is
 // overwritten).
 double copy_seconds(const Bytes& dst, const Bytes& src) {
   const int n = host_threads();
-  const std::size_t share = copy_bytes / n / 64 * 64;
   Kokkos::Timer timer;
-  Kokkos::parallel_for(
-      "host_copy", Kokkos::RangePolicy<Space, Kokkos::Schedule<Kokkos::Static>>(0, n), [=](int t) {
-        const std::size_t begin = t * share, end = t == n - 1 ? copy_bytes : begin + share;
-        std::memcpy(dst.data() + begin, src.data() + begin, end - begin);
-      });
+  Kokkos::parallel_for("host_copy",
+                       Kokkos::RangePolicy<Space, Kokkos::Schedule<Kokkos::Static>>(0, n),
+                       [=](int t) {
+                         const Share s = share_of(t, n);
+                         std::memcpy(dst.data() + s.begin, src.data() + s.begin, s.end - s.begin);
+                       });
   Space().fence();
   return timer.seconds();
 }
@@ -285,15 +295,15 @@ double measure_bf16_pair_peak() { return 0; }
 // weight rows), counted as the bytes read.
 double read_seconds(const Bytes& src, const Kokkos::View<float*, Memory>& sink) {
   const int n = host_threads();
-  const std::size_t share = copy_bytes / n / 64 * 64;
   Kokkos::Timer timer;
   Kokkos::parallel_for(
       "host_read", Kokkos::RangePolicy<Space, Kokkos::Schedule<Kokkos::Static>>(0, n),
       KOKKOS_LAMBDA(int t) {
         constexpr int sums = 8;
         constexpr std::size_t step = sums * sizeof(fma_vector);
-        const char* p = src.data() + t * share;
-        const std::size_t bytes = t == n - 1 ? copy_bytes - t * share : share;
+        const Share s = share_of(t, n);
+        const char* p = src.data() + s.begin;
+        const std::size_t bytes = s.end - s.begin;
         fma_vector acc[sums];
         for (int j = 0; j < sums; ++j) acc[j] = splat(0.0f);
         for (std::size_t i = 0; i + step <= bytes; i += step)

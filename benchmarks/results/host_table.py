@@ -16,8 +16,8 @@ bandwidth, sgemm rate: the run's context), the fraction of the floor, the
 fraction of the cores' multiply-add peak (measured in the same run),
 where the run measured one, the fraction of its read stream (the time a
 pure read of the point's bytes takes at the run's read rate, over the
-point's: fraction_of_read_stream, read_gbps), and the shortest and longest repetition and their count (time_ms_min,
-time_ms_max, repetitions: the spread, where the run has repetitions), the
+point's: fraction_of_read_stream, read_gbps), and the shortest and longest
+repetition and their count (time_ms_min, time_ms_max, repetitions: the spread, where the run has repetitions), the
 run's CPU, flags, date, command and commit (and --raw-runs, where the
 run's Google Benchmark JSON is kept: "raw_runs"; {run} in it is replaced by
 the run file's name). The table of the given runs goes to stdout.
