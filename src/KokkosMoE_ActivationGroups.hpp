@@ -10,6 +10,10 @@
 // products (the rows of a product are independent), and at decode sizes
 // they are nearly all the rows (DeepSeek-V3, 32 tokens: 9856 rows, 256 in
 // use). Without zero_padding the pass visits only the rows in use.
+// With per_token, the pass quantises the source's rows as they are (x's
+// tokens), and GatherGroupScalesKernel with GatherRowsKernel then lay the
+// codes and scales out tile-major: each token's row is quantised once
+// instead of once per assignment.
 #ifndef KOKKOSMOE_ACTIVATIONGROUPS_HPP
 #define KOKKOSMOE_ACTIVATIONGROUPS_HPP
 
@@ -60,6 +64,8 @@ struct QuantizeGroupsKernel {
   // the source's row t BM + r (h, already tile-major).
   bool gather = false;
   bool zero_padding = true;
+  // Row p of the codes is the source's row p, for the `rows` rows (no tiles).
+  bool per_token = false;
 
   KOKKOS_INLINE_FUNCTION static std::int64_t groups(std::int64_t C) {
     return (C + activation_group - 1) / activation_group;
@@ -70,7 +76,7 @@ struct QuantizeGroupsKernel {
   // of the 16640 rows of the tiles that may be in use took 23 us on an
   // H200 for the 256 rows in use).
   KOKKOS_INLINE_FUNCTION std::int64_t item_rows() const {
-    return zero_padding ? rows : assignments;
+    return zero_padding || per_token ? rows : assignments;
   }
   // Over the groups of item_rows() rows, the rows of a group next to each
   // other: their scales are.
@@ -98,31 +104,30 @@ struct QuantizeGroupsKernel {
     const std::int64_t C = codes.extent(1);
     std::int64_t p, g;
     row_and_column(i, item_rows(), g, p);
-    int tile, r;
-    if (zero_padding) {
-      tile = int(p / tile_rows), r = int(p - std::int64_t(tile) * tile_rows);
-      if (tile >= plan.tile_offsets(experts)) return;
-    } else {
-      if (p >= plan.offsets(experts)) return;  // past the valid assignments
-      tile = tile_of(int(p));
-      r = int(p) - plan.tiles(tile, 1);
-      p = std::int64_t(tile) * tile_rows + r;
-    }
-    const int first = plan.tiles(tile, 1);
     const std::int64_t c0 = g * activation_group;
     const int n = C - c0 < activation_group ? int(C - c0) : activation_group;
+    std::int64_t from_row = p;
+    if (!per_token) {
+      int tile, r;
+      if (zero_padding) {
+        tile = int(p / tile_rows), r = int(p - std::int64_t(tile) * tile_rows);
+        if (tile >= plan.tile_offsets(experts)) return;
+      } else {
+        if (p >= plan.offsets(experts)) return;  // past the valid assignments
+        tile = tile_of(int(p));
+        r = int(p) - plan.tiles(tile, 1);
+        p = std::int64_t(tile) * tile_rows + r;
+      }
+      const int first = plan.tiles(tile, 1);
+      if (r >= plan.tiles(tile, 2) - first) {  // past the tile's last row
+        if (zero_padding) zero_group(p, g, n);
+        return;
+      }
+      from_row = gather ? plan.order(first + r) / k : p;
+    }
     float8_e4m3* const to = &codes(p, c0);
     const bool whole = n == activation_group && aligned(to);
-    if (r >= plan.tiles(tile, 2) - first) {  // past the tile's last row
-      if (!zero_padding) return;
-      if (whole)
-        for (int j = 0; j < activation_group / 16; ++j) reinterpret_cast<Codes*>(to)[j] = Codes{};
-      else
-        for (int c = 0; c < n; ++c) to[c] = float8_e4m3(0.0f);
-      scales(g, p) = 1.0f;
-      return;
-    }
-    const Token* const from = &source(gather ? plan.order(first + r) / k : p, c0);
+    const Token* const from = &source(from_row, c0);
     float amax = 0;
     if (whole && aligned(from)) {
       Chunk v[chunks];
@@ -147,6 +152,63 @@ struct QuantizeGroupsKernel {
     const float s = e4m3_scale(amax);
     for (int c = 0; c < n; ++c) to[c] = float8_e4m3(to_float(from[c]) / s);
     scales(g, p) = s;
+  }
+
+  // Group g (n values) of row p as a row of no assignment: zero codes,
+  // scale 1.
+  KOKKOS_INLINE_FUNCTION void zero_group(std::int64_t p, std::int64_t g, int n) const {
+    float8_e4m3* const to = &codes(p, g * activation_group);
+    if (n == activation_group && aligned(to))
+      for (int j = 0; j < activation_group / 16; ++j) reinterpret_cast<Codes*>(to)[j] = Codes{};
+    else
+      for (int c = 0; c < n; ++c) to[c] = float8_e4m3(0.0f);
+    scales(g, p) = 1.0f;
+  }
+};
+
+// The values of quantised rows, rounded to Token: h(p, c) = codes(p, c) times
+// its group's scale (Layer::activations where h is kept only as codes).
+template <class ExecutionSpace, class Token>
+struct DequantizeGroupsKernel {
+  using memory_space = typename ExecutionSpace::memory_space;
+  Kokkos::View<const float8_e4m3**, Kokkos::LayoutRight, memory_space> codes;  // [rows, C]
+  Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> scales;       // [G, rows]
+  Kokkos::View<Token**, Kokkos::LayoutRight, memory_space> values;             // [rows, C]
+
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t p, c;
+    row_and_column(i, std::int64_t(codes.extent(1)), p, c);
+    values(p, c) = from_float<Token>(float(codes(p, c)) * scales(c / activation_group, p));
+  }
+};
+
+// The scales of x's rows quantised per token (QuantizeGroupsKernel with
+// per_token), laid out as the tile-major rows' (GatherRowsKernel lays out
+// their codes): scales(g, t BM + r) = token_scales(g, token of the r-th row
+// of tile t), 1 past each tile's last row (whose codes are zero). Items
+// over the groups of the rows of `tiles` tiles, rows fastest: the stores
+// are runs, the loads come from a few hundred KiB of token scales.
+template <class ExecutionSpace>
+struct GatherGroupScalesKernel {
+  using memory_space = typename ExecutionSpace::memory_space;
+  DispatchPlan<memory_space> plan;
+  Kokkos::View<const float**, Kokkos::LayoutRight, memory_space> token_scales;  // [G, T]
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> scales;              // [G, rows]
+  int k = 1, experts = 0, tile_rows = 0;
+  std::int64_t rows = 0;  // the launch's: its tiles' rows (an upper bound)
+
+  Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>> policy(
+      const ExecutionSpace& exec) const {
+    return {exec, 0, rows * std::int64_t(token_scales.extent(0))};
+  }
+  KOKKOS_INLINE_FUNCTION void operator()(std::int64_t i) const {
+    std::int64_t p, g;
+    row_and_column(i, rows, g, p);
+    const int tile = int(p / tile_rows), r = int(p - std::int64_t(tile) * tile_rows);
+    if (tile >= plan.tile_offsets(experts)) return;
+    const int first = plan.tiles(tile, 1);
+    scales(g, p) = r < plan.tiles(tile, 2) - first ? token_scales(g, plan.order(first + r) / k)
+                                                   : 1.0f;
   }
 };
 

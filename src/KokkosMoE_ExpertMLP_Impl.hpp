@@ -6,7 +6,8 @@
 //   KokkosMoE_ExpertMLP_Operands.hpp    operand tiles loaded into scratch
 //   KokkosMoE_ExpertMLP_TensorMaps.hpp  tensor maps for fragments with bulk copies
 //   KokkosMoE_ExpertMLP_MainLoop.hpp    ExpertTileKernel: the K main loop over those
-//   KokkosMoE_ExpertMLP_GateUp.hpp      gate/up with SwiGLU, row gather, activation
+//   KokkosMoE_ExpertMLP_GateUp.hpp      gate/up with SwiGLU, activation
+//   KokkosMoE_GatherRows.hpp            x's rows (or codes) gathered tile-major
 //   KokkosMoE_ExpertMLP_DownCombine.hpp down and the weighted combine
 //   KokkosMoE_ExpertMLP_E4m3.hpp        both with e4m3 operands (fragments that multiply codes)
 //   KokkosMoE_ActivationGroups.hpp      activations quantised for those
@@ -18,5 +19,6 @@
 #include "KokkosMoE_ExpertMLP_E4m3.hpp"
 #include "KokkosMoE_ExpertMLP_GateUp.hpp"
 #include "KokkosMoE_ExpertMLP_TensorMaps.hpp"
+#include "KokkosMoE_GatherRows.hpp"
 
 #endif

@@ -6,6 +6,7 @@
 #include "TestUtils.hpp"
 
 #include "KokkosMoE_ActivationGroups.hpp"
+#include "KokkosMoE_GatherRows.hpp"
 
 #include <KokkosMoE/KokkosMoE_Layer.hpp>
 #include <KokkosMoE/KokkosMoE_Quantize.hpp>
@@ -209,6 +210,90 @@ TEST(QUANTIZE_SUITE, ActivationGroupsScaleByTheirLargestMagnitude) {
   check_activation_groups(512, false, false, 200);
 }
 
+// x's rows quantised once per token, then their codes gathered tile-major
+// (GatherRowsKernel) and their scales (GatherGroupScalesKernel), as large
+// tiles take them where each token has 4 or more assignments: bit for bit
+// the codes and scales of the rows quantised as gathered (zero_padding),
+// rows past each tile's last zero with scale 1, the rows of tiles not in
+// use untouched. H = 400: 25 chunks of codes a row (one per gather item)
+// and a partial last group; H = 512: four chunks per item.
+void check_tokens_then_gather(std::int64_t H, std::int64_t T) {
+  const int k = 4, E = 5;
+  Problem<Space, float8_e4m3> p(E, k, H, 64, T);
+  p.set_routing(random_routing(T, k, first_experts(4), 23));
+  Layer<Space, float8_e4m3> layer(p.config, p.weights);
+  layer.dispatch(p.ids, T);
+  const auto& plan = layer.plan();
+  const int rows = plan.tile_rows;
+  const std::int64_t tiles = DispatchPlan<mem>::max_tiles(T * k, E, rows);
+  using kernel = Impl::QuantizeGroupsKernel<Space, bfloat16>;
+  using codes_view = decltype(kernel::codes);
+  using scales_view = decltype(kernel::scales);
+  const std::int64_t G = kernel::groups(H);
+  kernel gathered;
+  gathered.plan = plan;
+  gathered.source = p.x;
+  gathered.codes = codes_view("codes", tiles * rows, H);
+  gathered.scales = scales_view("scales", G, tiles * rows);
+  gathered.k = k;
+  gathered.experts = E;
+  gathered.tile_rows = rows;
+  gathered.rows = tiles * rows;
+  gathered.assignments = T * k;
+  gathered.gather = true;
+  Kokkos::parallel_for(gathered.policy(Space()), gathered);
+  kernel tokens;
+  tokens.source = p.x;
+  tokens.codes = codes_view("token_codes", T, H);
+  tokens.scales = scales_view("token_scales", G, T);
+  tokens.rows = T;
+  tokens.per_token = true;
+  Kokkos::parallel_for(tokens.policy(Space()), tokens);
+  const float8_e4m3 before(-0.8125f);
+  codes_view codes("gathered_codes", tiles * rows, H);
+  scales_view scales("gathered_scales", G, tiles * rows);
+  Kokkos::deep_copy(codes, before);
+  Kokkos::deep_copy(scales, -1.0f);
+  using gather = Impl::GatherRowsKernel<Space, float8_e4m3>;
+  Kokkos::parallel_for(
+      Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(0, gather::items(tiles, rows, H)),
+      gather{plan, tokens.codes, codes, k, E, rows, true});
+  Impl::GatherGroupScalesKernel<Space> s;
+  s.plan = plan;
+  s.token_scales = tokens.scales;
+  s.scales = scales;
+  s.k = k;
+  s.experts = E;
+  s.tile_rows = rows;
+  s.rows = tiles * rows;
+  Kokkos::parallel_for(s.policy(Space()), s);
+  auto want = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), gathered.codes);
+  auto want_scales = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), gathered.scales);
+  auto got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), codes);
+  auto got_scales = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), scales);
+  auto tile = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.tiles);
+  auto used = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), plan.tile_offsets);
+  int padding_rows = 0;
+  for (std::int64_t row = 0; row < tiles * rows; ++row) {
+    const int t = int(row / rows);
+    const bool in_use = t < used(E);
+    padding_rows += in_use && tile(t, 1) + int(row % rows) >= tile(t, 2);
+    for (std::int64_t g = 0; g < G; ++g)
+      ASSERT_EQ(got_scales(g, row), in_use ? want_scales(g, row) : -1.0f)
+          << "H " << H << " row " << row << " group " << g;
+    for (std::int64_t c = 0; c < H; ++c)
+      ASSERT_EQ(int(got(row, c).bits), int(in_use ? want(row, c).bits : before.bits))
+          << "H " << H << " row " << row << " column " << c;
+  }
+  EXPECT_GT(padding_rows, 0) << "no tile with rows past its last";
+  EXPECT_LT(used(E), tiles) << "every tile of the launch in use";
+}
+
+TEST(QUANTIZE_SUITE, ActivationGroupsQuantisedPerTokenThenGathered) {
+  check_tokens_then_gather(400, 37);
+  check_tokens_then_gather(512, 200);
+}
+
 TEST(QUANTIZE_SUITE, NonFiniteWeightsAreRefused) {
   const Config c = uneven_config(1);
   auto w = uneven_weights(c);
@@ -288,6 +373,27 @@ TEST(QUANTIZE_SUITE, LayerMatchesReferenceAcrossBlocks) {
         layer.forward(p.x, p.ids, p.routing_weights, p.out, T);
         EXPECT_LT(p.error(T), p.tolerance());
       }
+    }
+  }
+}
+
+// Four experts a token (x quantised once per token where the backend's
+// large e4m3 tiles take it): 150 tokens over 6 experts give each about 100
+// rows, large tiles on every backend that has them; fewer tokens, smaller
+// tiles.
+TEST(QUANTIZE_SUITE, LayerMatchesReferenceAtFourExpertsAToken) {
+  const std::int64_t max_tokens = 150;
+  Problem<Space, float8_e4m3> p(6, 4, 320, 192, max_tokens);
+  p.weights = quantize_fp8(uneven_weights(p.config));
+  Layer<Space, float8_e4m3> layer(p.config, p.weights);
+  p.ran_on(layer);
+  for (const std::int64_t T : {std::int64_t(1), std::int64_t(37), max_tokens}) {
+    for (const bool four_experts : {false, true}) {
+      SCOPED_TRACE("T = " + std::to_string(T) + (four_experts ? ", all on experts 1-4" : ""));
+      p.set_routing(random_routing(
+          max_tokens, 4, four_experts ? std::vector<int>{1, 2, 3, 4} : first_experts(6), T + 9));
+      layer.forward(p.x, p.ids, p.routing_weights, p.out, T);
+      EXPECT_LT(p.error(T), p.tolerance());
     }
   }
 }
