@@ -70,6 +70,17 @@ struct QuantizeGroupsKernel {
   KOKKOS_INLINE_FUNCTION static std::int64_t groups(std::int64_t C) {
     return (C + activation_group - 1) / activation_group;
   }
+  // The pass over the first `rows` rows of source as they are (per_token).
+  static QuantizeGroupsKernel tokens(const decltype(source)& from, const decltype(codes)& to,
+                                     const decltype(scales)& to_scales, std::int64_t count) {
+    QuantizeGroupsKernel q;
+    q.source = from;
+    q.codes = to;
+    q.scales = to_scales;
+    q.rows = count;
+    q.per_token = true;
+    return q;
+  }
   // The rows an item's index runs over: with zero_padding every row of the
   // `rows` (rows of the tiles not in use return at once), else the sorted
   // positions, each found in its tile (at DeepSeek-V3 32 tokens, the items

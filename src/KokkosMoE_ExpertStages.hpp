@@ -357,13 +357,9 @@ class ExpertStages {
   // each tile's last).
   void quantize_tokens(const const_rows_view& x, std::int64_t num_tokens, std::int64_t tiles,
                        int tile_rows, const plan_type& plan) {
-    using quantize = QuantizeGroupsKernel<ExecutionSpace, token_type>;
-    quantize q;
-    q.source = x;
-    q.codes = token_codes_;
-    q.scales = token_scales_;
-    q.rows = num_tokens;
-    q.per_token = true;
+    const auto q = QuantizeGroupsKernel<ExecutionSpace, token_type>::tokens(x, token_codes_,
+                                                                            token_scales_,
+                                                                            num_tokens);
     Kokkos::parallel_for("KokkosMoE::quantize_tokens", q.policy(exec_), q);
     using codes = GatherRowsKernel<ExecutionSpace, float8_e4m3>;
     const std::int64_t H = config_.hidden_size;
@@ -372,15 +368,10 @@ class ExpertStages {
                              exec_, 0, codes::items(tiles, tile_rows, H)),
                          codes{plan, token_codes_, x_codes_, int(config_.top_k),
                                int(config_.num_experts), tile_rows, true});
-    GatherGroupScalesKernel<ExecutionSpace> s;
-    s.plan = plan;
-    s.token_scales = token_scales_;
-    s.scales = x_scales_;
-    s.k = config_.top_k;
-    s.experts = config_.num_experts;
-    s.tile_rows = tile_rows;
-    s.rows = tiles * tile_rows;
-    Kokkos::parallel_for("KokkosMoE::gather_scales", s.policy(exec_), s);
+    const GatherGroupScalesKernel<ExecutionSpace> scales{
+        plan,      token_scales_,    x_scales_, int(config_.top_k), int(config_.num_experts),
+        tile_rows, tiles * tile_rows};
+    Kokkos::parallel_for("KokkosMoE::gather_scales", scales.policy(exec_), scales);
   }
 
   // The same with e4m3 operands (quantizes_activations).

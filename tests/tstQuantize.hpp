@@ -242,12 +242,8 @@ void check_tokens_then_gather(std::int64_t H, std::int64_t T) {
   gathered.assignments = T * k;
   gathered.gather = true;
   Kokkos::parallel_for(gathered.policy(Space()), gathered);
-  kernel tokens;
-  tokens.source = p.x;
-  tokens.codes = codes_view("token_codes", T, H);
-  tokens.scales = scales_view("token_scales", G, T);
-  tokens.rows = T;
-  tokens.per_token = true;
+  const auto tokens = kernel::tokens(p.x, codes_view("token_codes", T, H),
+                                     scales_view("token_scales", G, T), T);
   Kokkos::parallel_for(tokens.policy(Space()), tokens);
   const float8_e4m3 before(-0.8125f);
   codes_view codes("gathered_codes", tiles * rows, H);
@@ -258,14 +254,8 @@ void check_tokens_then_gather(std::int64_t H, std::int64_t T) {
   Kokkos::parallel_for(
       Kokkos::RangePolicy<Space, Kokkos::IndexType<std::int64_t>>(0, gather::items(tiles, rows, H)),
       gather{plan, tokens.codes, codes, k, E, rows, true});
-  Impl::GatherGroupScalesKernel<Space> s;
-  s.plan = plan;
-  s.token_scales = tokens.scales;
-  s.scales = scales;
-  s.k = k;
-  s.experts = E;
-  s.tile_rows = rows;
-  s.rows = tiles * rows;
+  const Impl::GatherGroupScalesKernel<Space> s{plan, tokens.scales, scales,      k,
+                                               E,    rows,          tiles * rows};
   Kokkos::parallel_for(s.policy(Space()), s);
   auto want = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), gathered.codes);
   auto want_scales = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), gathered.scales);
