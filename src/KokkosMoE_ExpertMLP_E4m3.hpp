@@ -8,7 +8,6 @@
 #ifndef KOKKOSMOE_EXPERTMLP_E4M3_HPP
 #define KOKKOSMOE_EXPERTMLP_E4M3_HPP
 
-#include "KokkosMoE_ActivationGroups.hpp"
 #include "KokkosMoE_ExpertMLP_DownCombine.hpp"
 #include "KokkosMoE_ExpertMLP_GateUp.hpp"
 
@@ -162,48 +161,6 @@ struct GateUpE4m3Kernel
   }
   KOKKOS_FORCEINLINE_FUNCTION typename base::scales weight_scales(int i) const {
     return i == 0 ? this->gate_scale : this->up_scale;
-  }
-
-  // Tiles of one activation group's columns whose rows are all stored
-  // (zeroes_padding_rows) quantise h in the epilogue: each row's 128 values
-  // of the tile, rounded to h's type, are one group, scaled by their
-  // largest magnitude (the fragment's store_row_max), so no bf16 h goes to
-  // memory and back for QuantizeGroupsKernel (which took 144-168 us at
-  // Mixtral-8x7B 2048 and DeepSeek-V3 4096 tokens on an H100). The codes
-  // and scales are those of that pass, bit for bit.
-  static constexpr bool quantizes_h = stores_row_max<typename base::frag> &&
-                                      base::BN == activation_group && zeroes_padding_rows(Size);
-  // h's codes and scales as QuantizeGroupsKernel lays them out (quantizes_h).
-  Kokkos::View<float8_e4m3**, Kokkos::LayoutRight, typename base::memory_space> h_codes;
-  Kokkos::View<float**, Kokkos::LayoutRight, typename base::memory_space> h_scales;
-
-  KOKKOS_FORCEINLINE_FUNCTION void store(const typename base::member& m,
-                                         typename base::Accumulators& a,
-                                         const typename base::Work& w) const {
-    if constexpr (quantizes_h) {
-      using token = typename base::token;
-      const int cols = this->tile_cols(w);
-      const int row0 = this->operand_row(w), group = w.first_col / activation_group;
-      base::frag::store_row_max(
-          m,
-          [&](int, int n, const ColumnRun<2>& g, const ColumnRun<2>& u) {
-            ColumnRun<2> h = silu_times_as<token, 2>(g, u);
-            for (int e = 0; e < 2; ++e)
-              h.v[e] = n + e < cols ? to_float(from_float<token>(h.v[e])) : 0.0f;
-            return h;
-          },
-          [&](int r, int n, const ColumnRun<2>& h, float amax) {
-            const float s = e4m3_scale(amax);
-            float8_e4m3* const to = &h_codes(row0 + r, w.first_col + n);
-            if (n + 1 < cols)
-              *reinterpret_cast<std::uint16_t*>(to) = target::e4m3_pair(h.v[0] / s, h.v[1] / s);
-            else if (n < cols) to[0] = float8_e4m3(h.v[0] / s);
-            if (n == 0) h_scales(group, row0 + r) = s;
-          },
-          a.g, a.u);
-    } else {
-      base::store(m, a, w);
-    }
   }
 };
 

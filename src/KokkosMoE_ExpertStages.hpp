@@ -102,17 +102,7 @@ class ExpertStages {
   bool tile_major(TileSize size) const {
     return e4m3_operands_ || (size == TileSize::large && copy_maps_.size() > 0);
   }
-  // h; where the last gate_up kept it only as codes, their values first.
-  rows_view activations() const {
-    if (h_code_rows_ > 0)
-      Kokkos::parallel_for("KokkosMoE::dequantize_rows",
-                           Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
-                               exec_, 0, h_code_rows_ * config_.ffn_size),
-                           DequantizeGroupsKernel<ExecutionSpace, token_type>{h_codes_, h_scales_,
-                                                                              h_});
-    return h_;
-  }
-  bool activations_quantized() const { return h_code_rows_ > 0; }
+  rows_view activations() const { return h_; }
 
   // h for the plan's assignments of num_tokens tokens (> 0), by tiles of size.
   void gate_up(const const_rows_view& x, std::int64_t num_tokens, TileSize size,
@@ -389,14 +379,10 @@ class ExpertStages {
       set_gate_up(f, assignments, plan);
       f.activation_scales = x_scales_;
       f.depth = int(config_.hidden_size);
-      f.h_codes = h_codes_;
-      f.h_scales = h_scales_;
       Kokkos::parallel_for(
           "KokkosMoE::gate_up",
           f.make_policy(exec_, tiles, kernel::scratch_bytes(), "KokkosMoE::gate_up"), f);
-      if (!kernel::quantizes_h)
-        quantize_rows(h_, false, pad, kernel::BM, tiles, assignments, plan, h_codes_, h_scales_);
-      h_code_rows_ = kernel::quantizes_h ? tiles * kernel::BM : 0;
+      quantize_rows(h_, false, pad, kernel::BM, tiles, assignments, plan, h_codes_, h_scales_);
     } else {
       (void)x, (void)num_tokens, (void)plan;
     }
@@ -431,8 +417,6 @@ class ExpertStages {
   // With e4m3 operands (quantizes_activations): x's gathered rows and h as
   // e4m3 codes, tile-major, and their scales ([ceil(H or F / 128), rows]).
   bool e4m3_operands_ = false;
-  // The tile-major rows of h the last gate_up kept only as codes (0: h too).
-  std::int64_t h_code_rows_ = 0;
   Kokkos::View<float8_e4m3**, Kokkos::LayoutRight, memory_space> x_codes_, h_codes_;
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> x_scales_, h_scales_;
   // x's rows quantised per token ([max_tokens, H], [ceil(H / 128),

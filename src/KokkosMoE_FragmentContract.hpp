@@ -83,13 +83,6 @@
 //                     quantised in 1 x 128 groups beforehand, and mma_nt
 //                     takes a last BlockScales argument (the step's scale
 //                     of each activation row and of each weight tile)
-//   optional: static constexpr bool stores_row_max  true: it has
-//                     store_row_max(member, value, f, acc...), which calls
-//                     f(m, n, run, amax) as store<2> calls f, with run =
-//                     value(m, n, runs...) and amax the largest magnitude of
-//                     value over row m's tile_n columns (the gate/up
-//                     epilogue quantises h's 1 x 128 groups of 128-column
-//                     tiles with it)
 //
 // Weights read in place (optional, not for block-scaled weights)
 //   static constexpr bool weights_in_place  true: the kernels load no weight
@@ -319,11 +312,6 @@ template <class Frag>
 using multiplies_block_scaled_flag = std::integral_constant<bool, Frag::multiplies_block_scaled>;
 template <class Frag>
 constexpr bool multiplies_block_scaled = optional_flag<multiplies_block_scaled_flag, Frag>();
-// Whether such a fragment has store_row_max (the optional stores_row_max).
-template <class Frag>
-using stores_row_max_flag = std::integral_constant<bool, Frag::stores_row_max>;
-template <class Frag>
-constexpr bool stores_row_max = optional_flag<stores_row_max_flag, Frag>();
 // The scales of one K step of such a fragment: the activation row r's at
 // rows[r] (r a row of the operand tile; null: 1), and those of the weight
 // tiles (gate then up, or down's), one each (a weight tile lies in one

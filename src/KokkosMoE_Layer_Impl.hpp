@@ -138,11 +138,6 @@ auto Layer<ExecutionSpace, Scalar>::activations() const -> activations_view {
 }
 
 template <class ExecutionSpace, class Scalar>
-bool Layer<ExecutionSpace, Scalar>::activations_quantized() const {
-  return experts_->activations_quantized();
-}
-
-template <class ExecutionSpace, class Scalar>
 bool Layer<ExecutionSpace, Scalar>::activations_tile_major() const {
   return experts_->tile_major(Impl::TileSize(tile_size_));
 }

@@ -134,10 +134,7 @@ void expect_activations_match(int E, int k, std::int64_t H, std::int64_t F, std:
     }
     if (diff / scale > worst) worst = diff / scale, worst_row = row;
   }
-  // h kept as e4m3 codes: their rounding (at most half an e4m3 ulp of the
-  // row's largest values) on top.
-  EXPECT_LT(worst, layer.activations_quantized() ? quantized_activations_tolerance()
-                                                 : reference_tolerance<Scalar>())
+  EXPECT_LT(worst, reference_tolerance<Scalar>())
       << "sorted row " << worst_row << " (row " << (worst_row >= 0 ? at[worst_row] : -1)
       << " of h)";
 }

@@ -89,15 +89,9 @@ class Layer {
   weights_view routing_weights() const { return routing_weights_; }
   const DispatchPlan<memory_space>& plan() const { return plan_; }
   // h, F wide: in sorted order (row p belongs to assignment plan().order(p)),
-  // or tile-major where activations_tile_major() says so. Where the last
-  // gate_up kept h only as e4m3 codes (activations_quantized()), the values
-  // the codes stand for, rounded to token_type (a pass of its own, run here).
+  // or tile-major where activations_tile_major() says so.
   using activations_view = Kokkos::View<token_type**, Kokkos::LayoutRight, memory_space>;
   activations_view activations() const;
-  // Whether the last gate_up kept h only as e4m3 codes with their scales (the
-  // large e4m3 tiles, where quantizes_activations(), quantise h as they
-  // compute it): activations() are then h's quantised values.
-  bool activations_quantized() const;
   // Whether the last dispatch chose large tiles whose operands the backend
   // copies by tensor maps (CUDA sm_90a), or the layer multiplies e4m3 codes
   // (quantizes_activations): h's rows are then tile-major, the r-th row of

@@ -314,51 +314,6 @@ struct CudaTensorCoreFragment {
         }
   }
 
-  // Whole rows of the tile in one warp (a row's columns in the four lanes
-  // of a quad): store_row_max.
-  static constexpr bool stores_row_max = warps_n == 1;
-  // As store<2>, f(m, n, run, amax) with run = value(m, n, runs...) (kept
-  // in a0's registers) and amax the largest magnitude of value over all
-  // of row m's columns: the quad's maxima, exchanged by shuffles.
-  template <class Member, class Value, class F, class Acc, class... More>
-  KOKKOS_INLINE_FUNCTION static void store_row_max(const Member& member, const Value& value,
-                                                   const F& f, Acc& a0, More&... more) {
-    static_assert(stores_row_max, "a row's columns in one warp");
-    const int lane = member.team_rank() % 32;
-    const int row0 = (member.team_rank() / 32) * warp_m + lane / 4, col0 = (lane % 4) * 2;
-    float amax[frags_m][2] = {};
-#pragma unroll
-    for (int i = 0; i < frags_m; ++i)
-#pragma unroll
-      for (int j = 0; j < frags_n; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; e += 2) {
-          const ColumnRun<2> v = value(row0 + i * 16 + (e / 2) * 8, col0 + j * 8,
-                                       ColumnRun<2>{{a0.c[i][j][e], a0.c[i][j][e + 1]}},
-                                       ColumnRun<2>{{more.c[i][j][e], more.c[i][j][e + 1]}}...);
-          a0.c[i][j][e] = v.v[0];
-          a0.c[i][j][e + 1] = v.v[1];
-          amax[i][e / 2] = max_magnitude(max_magnitude(amax[i][e / 2], v.v[0]), v.v[1]);
-        }
-#ifdef __CUDA_ARCH__
-#pragma unroll
-    for (int i = 0; i < frags_m; ++i)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int x = 1; x < 4; x *= 2)
-          amax[i][h] = fmaxf(amax[i][h], __shfl_xor_sync(0xffffffffu, amax[i][h], x));
-#endif
-#pragma unroll
-    for (int i = 0; i < frags_m; ++i)
-#pragma unroll
-      for (int j = 0; j < frags_n; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; e += 2)
-          f(row0 + i * 16 + (e / 2) * 8, col0 + j * 8,
-            ColumnRun<2>{{a0.c[i][j][e], a0.c[i][j][e + 1]}}, amax[i][e / 2]);
-  }
-
  private:
   KOKKOS_INLINE_FUNCTION static void load_matrix(unsigned* r, const Scalar* p) {
 #ifdef __CUDA_ARCH__
