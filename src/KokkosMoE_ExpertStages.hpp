@@ -227,15 +227,8 @@ class ExpertStages {
                 std::int64_t(gate_up_parts_.extent(0)),
                 Fragment<ExecutionSpace, Scalar, TileSize::small>::split_k_teams());
     // The large kernel's tensor copies read x's rows gathered, tile-major.
-    if (tile_major(Size)) {
-      using gather = GatherRowsKernel<ExecutionSpace, token_type>;
-      const bool aligned = reinterpret_cast<std::uintptr_t>(x.data()) % 16 == 0;
-      Kokkos::parallel_for("KokkosMoE::gather_rows",
-                           Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
-                               exec_, 0, gather::items(tiles, kernel::BM, config_.hidden_size)),
-                           gather{plan, x, gathered_rows_, int(config_.top_k),
-                                  int(config_.num_experts), kernel::BM, aligned});
-    }
+    if (tile_major(Size))
+      gather_rows<token_type>("KokkosMoE::gather_rows", x, gathered_rows_, tiles, kernel::BM, plan);
     Kokkos::parallel_for("KokkosMoE::gate_up",
                          f.make_policy(exec_, tiles, kernel::scratch_bytes(), "KokkosMoE::gate_up"),
                          f);
@@ -342,6 +335,22 @@ class ExpertStages {
     Kokkos::parallel_for("KokkosMoE::quantize_rows", q.policy(exec_), q);
   }
 
+  // The rows of `tiles` tiles of tile_rows rows from their tokens' rows of
+  // `from` (x, or its codes), tile-major (GatherRowsKernel).
+  template <class T>
+  void gather_rows(const char* name,
+                   const Kokkos::View<const T**, Kokkos::LayoutRight, memory_space>& from,
+                   const Kokkos::View<T**, Kokkos::LayoutRight, memory_space>& to,
+                   std::int64_t tiles, int tile_rows, const plan_type& plan) {
+    using gather = GatherRowsKernel<ExecutionSpace, T>;
+    const bool aligned = reinterpret_cast<std::uintptr_t>(from.data()) % 16 == 0;
+    Kokkos::parallel_for(name,
+                         Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
+                             exec_, 0, gather::items(tiles, tile_rows, config_.hidden_size)),
+                         gather{plan, from, to, int(config_.top_k), int(config_.num_experts),
+                                tile_rows, aligned});
+  }
+
   // x's rows quantised once per token, then their codes and scales laid out
   // as the `tiles` tiles' rows (large tiles: every row written, zero past
   // each tile's last).
@@ -351,13 +360,8 @@ class ExpertStages {
                                                                             token_scales_,
                                                                             num_tokens);
     Kokkos::parallel_for("KokkosMoE::quantize_tokens", q.policy(exec_), q);
-    using codes = GatherRowsKernel<ExecutionSpace, float8_e4m3>;
-    const std::int64_t H = config_.hidden_size;
-    Kokkos::parallel_for("KokkosMoE::gather_codes",
-                         Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(
-                             exec_, 0, codes::items(tiles, tile_rows, H)),
-                         codes{plan, token_codes_, x_codes_, int(config_.top_k),
-                               int(config_.num_experts), tile_rows, true});
+    gather_rows<float8_e4m3>("KokkosMoE::gather_codes", token_codes_, x_codes_, tiles, tile_rows,
+                             plan);
     const GatherGroupScalesKernel<ExecutionSpace> scales{
         plan,      token_scales_,    x_scales_, int(config_.top_k), int(config_.num_experts),
         tile_rows, tiles * tile_rows};
