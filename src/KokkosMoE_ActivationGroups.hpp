@@ -181,10 +181,9 @@ struct QuantizeGroupsKernel {
 // per_token), laid out as the tile-major rows' (GatherRowsKernel lays out
 // their codes): scales(g, t BM + r) = token_scales(g, token of the r-th row
 // of tile t), 1 past each tile's last row (whose codes are zero). One item
-// a row of the `tiles` tiles, its token found once for all its groups (an
-// item a group took 38 us at DeepSeek-V3 4096 tokens on an H100, finding
-// it 56 times); the stores of a group are runs over the items, the loads
-// come from a few hundred KiB of token scales.
+// a row of the `tiles` tiles, its token found once for all its groups (56
+// at DeepSeek-V3); the stores of a group are runs over the items, the
+// loads come from a few hundred KiB of token scales.
 template <class ExecutionSpace>
 struct GatherGroupScalesKernel {
   using memory_space = typename ExecutionSpace::memory_space;
