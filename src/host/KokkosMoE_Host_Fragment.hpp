@@ -647,65 +647,89 @@ struct HostDotFragment
     multiply_rows<M>(Widened<Scalar>{a}, b, c);
   }
 
+  // The k a register block of two or more token rows takes before the
+  // next block: the rows' 1024 k (up to 32 KiB of floats) stay in L1 over
+  // the tile's blocks, where over the step's 4096 each block read them from
+  // L2. On Zen 5, against whole steps in the same process: 8 tokens 0.91-1.01x
+  // the time on one thread (11 of 12 faster), 0.78-0.98x in one of two
+  // runs on two; 2048 k were level, and one token row (whose loads are
+  // the weights') level with runs of 1024.
+  static constexpr int rows_depth = 1024;
   // Register blocks of block_of<M> weight rows by the M token rows, each
-  // block over the step's depth: a few weight rows stream at a time.
+  // block over the step's depth (M >= 2: over rows_depth of it, then the
+  // next block): a few weight rows stream at a time.
   template <int M, class Operands, class Scalar>
   static void multiply_rows(const Operands& op, const InPlaceWeights<Scalar>& b,
                             vfloat* __restrict c) {
     constexpr int NB = block_of<M>, chunk = Operands::chunk;
-    using operand = decltype(Operands::weights(b.first, 0));
+    static_assert(rows_depth % chunk == 0, "whole chunks but for the step's last");
     const int whole = b.depth / chunk * chunk;
-    for (int n0 = 0; n0 < tile_n && n0 < b.rows; n0 += NB) {
-      const Scalar* row[NB];  // rows past b.rows read the last one (never stored)
+    const int rows = b.rows < tile_n ? b.rows : tile_n;
+    const int depth = M >= 2 ? rows_depth : b.depth;
+    for (int k0 = 0; k0 < b.depth; k0 += depth) {
+      const int k1 = b.depth - k0 < depth ? b.depth : k0 + depth;
+      for (int n0 = 0; n0 < rows; n0 += NB)
+        multiply_block<M, NB>(op, b, c, n0, k0, k1 < whole ? k1 : whole, k1, depth, rows);
+    }
+  }
+  // One register block: rows [n0, n0 + NB) over k in [k0, k1), whole chunks
+  // up to `end` (the step's last k past it), the rows of the block after it
+  // prefetched.
+  template <int M, int NB, class Operands, class Scalar>
+  static void multiply_block(const Operands& op, const InPlaceWeights<Scalar>& b,
+                             vfloat* __restrict c, int n0, int k0, int end, int k1, int depth,
+                             int rows) {
+    constexpr int chunk = Operands::chunk;
+    using operand = decltype(Operands::weights(b.first, 0));
+    const Scalar* row[NB];  // rows past b.rows read the last one (never stored)
 #pragma GCC unroll 4
-      for (int j = 0; j < NB; ++j)
-        row[j] = b.first + (n0 + j < b.rows ? n0 + j : b.rows - 1) * b.ld;
-      vfloat sums[M][NB];
+    for (int j = 0; j < NB; ++j) row[j] = b.first + (n0 + j < b.rows ? n0 + j : b.rows - 1) * b.ld;
+    vfloat sums[M][NB];
+#pragma GCC unroll 8
+    for (int m = 0; m < M; ++m)
+#pragma GCC unroll 4
+      for (int j = 0; j < NB; ++j) sums[m][j] = c[m * tile_n + n0 + j];
+    const auto step = [&](int k, const operand(&weights)[NB]) {
+      operand tokens[M];
+#pragma GCC unroll 8
+      for (int m = 0; m < M; ++m) tokens[m] = op.tokens(m, k);
 #pragma GCC unroll 8
       for (int m = 0; m < M; ++m)
-#pragma GCC unroll 4
-        for (int j = 0; j < NB; ++j) sums[m][j] = c[m * tile_n + n0 + j];
-      const auto step = [&](int k, const operand(&weights)[NB]) {
-        operand tokens[M];
-#pragma GCC unroll 8
-        for (int m = 0; m < M; ++m) tokens[m] = op.tokens(m, k);
-#pragma GCC unroll 8
-        for (int m = 0; m < M; ++m)
-#pragma GCC unroll 4
-          for (int j = 0; j < NB; ++j)
-            sums[m][j] = Operands::multiply(tokens[m], weights[j], sums[m][j]);
-      };
-      // The next block's rows, NB rows on (past the tile's last block: the
-      // rows after it, the next tile of the same weights), prefetched
-      // as this block reads its own: each block starts NB new streams,
-      // whose first lines the hardware prefetcher would leave to wait for
-      // memory (a prefetch is a hint: rows past the weights do not fault).
-      // One prefetch per vector of weights, not per 64-byte line as the
-      // panel fragment's: per line was 1.2x slower at one bf16 token with
-      // AVX2, whose vector is a quarter of a line.
-      const Scalar* ahead[NB];
-#pragma GCC unroll 4
-      for (int j = 0; j < NB; ++j) ahead[j] = row[j] + NB * b.ld;
-      for (int k = 0; k < whole; k += chunk) {
-        operand weights[NB];
-#pragma GCC unroll 4
-        for (int j = 0; j < NB; ++j) weights[j] = Operands::weights(row[j], k);
-#pragma GCC unroll 4
-        for (int j = 0; j < NB; ++j) prefetch_weights(ahead[j] + k);
-        step(k, weights);
-      }
-      if (whole < b.depth) {
-        operand weights[NB];
 #pragma GCC unroll 4
         for (int j = 0; j < NB; ++j)
-          weights[j] = Operands::weights_first(row[j], whole, b.depth - whole);
-        step(whole, weights);
-      }
-#pragma GCC unroll 8
-      for (int m = 0; m < M; ++m)
+          sums[m][j] = Operands::multiply(tokens[m], weights[j], sums[m][j]);
+    };
+    // The next block's rows, NB rows on (past the tile's last block: its
+    // first block's next k, or after the step's last k the rows after
+    // it, the next tile of the same weights), prefetched
+    // as this block reads its own: each block starts NB new streams,
+    // whose first lines the hardware prefetcher would leave to wait for
+    // memory (a prefetch is a hint: rows past the weights do not fault).
+    // One prefetch per vector of weights, not per 64-byte line as the
+    // panel fragment's: per line was 1.2x slower at one bf16 token with
+    // AVX2, whose vector is a quarter of a line.
+    const Scalar* ahead[NB];
 #pragma GCC unroll 4
-        for (int j = 0; j < NB; ++j) c[m * tile_n + n0 + j] = sums[m][j];
+    for (int j = 0; j < NB; ++j)
+      ahead[j] = n0 + NB >= rows && k1 < b.depth ? b.first + j * b.ld + depth : row[j] + NB * b.ld;
+    for (int k = k0; k < end; k += chunk) {
+      operand weights[NB];
+#pragma GCC unroll 4
+      for (int j = 0; j < NB; ++j) weights[j] = Operands::weights(row[j], k);
+#pragma GCC unroll 4
+      for (int j = 0; j < NB; ++j) prefetch_weights(ahead[j] + k);
+      step(k, weights);
     }
+    if (end < k1) {
+      operand weights[NB];
+#pragma GCC unroll 4
+      for (int j = 0; j < NB; ++j) weights[j] = Operands::weights_first(row[j], end, k1 - end);
+      step(end, weights);
+    }
+#pragma GCC unroll 8
+    for (int m = 0; m < M; ++m)
+#pragma GCC unroll 4
+      for (int j = 0; j < NB; ++j) c[m * tile_n + n0 + j] = sums[m][j];
   }
 };
 
