@@ -650,10 +650,10 @@ struct HostDotFragment
   // The k a register block of two or more token rows takes before the
   // next block: the rows' 1024 k (up to 32 KiB of floats) stay in L1 over
   // the tile's blocks, where over the step's 4096 each block read them from
-  // L2. On Zen 5, against whole steps in the same process: 8 tokens 0.91-1.01x
-  // the time on one thread (11 of 12 faster), 0.78-0.98x in one of two
-  // runs on two; 2048 k were level, and one token row (whose loads are
-  // the weights') level with runs of 1024.
+  // L2. On Zen 5, against whole steps in the same process: 8 tokens
+  // 0.91-1.01x the time on one thread (11 of 12 faster), 0.78-0.98x in one
+  // of two runs on two; 2048 k were level. One token row, whose loads are
+  // the weights', keeps whole steps.
   static constexpr int rows_depth = 1024;
   // Register blocks of block_of<M> weight rows by the M token rows, each
   // block over the step's depth (M >= 2: over rows_depth of it, then the
