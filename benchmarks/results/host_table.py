@@ -9,7 +9,7 @@ count, e.g. OMP_NUM_THREADS=1 and 2):
 
 Each layer benchmark (host/<impl>/<dtype>/<model>/t<tokens>) becomes one
 record per (model, shape, tokens, dtype, threads, impl) in --out (default
-host.json beside this file; records of the same point and build flags are
+host.json beside this file; records of the same point, build flags and commit are
 replaced, those of other builds kept): the
 median time, the floor from the ceilings the same run measured (copy
 bandwidth, sgemm rate: the run's context), the fraction of the floor, the
@@ -138,10 +138,12 @@ def bench_label(r, full_experts):
 
 
 def key(r):
-    """A record's point; runs of other builds (flags: another CPU) are kept beside."""
+    """A record's point and build: runs of other commits or flags (another
+    CPU) are kept beside, so that each table the docs cite stays in the
+    records."""
     s = r["shape"]
     return (r["model"], s["experts"], s["top_k"], s["hidden"], s["ffn"], r["tokens"], r["dtype"],
-            r["threads"], r["impl"], r.get("flags") or "")
+            r["threads"], r["impl"], r.get("flags") or "", r["commit"])
 
 
 def merge(path, new):
