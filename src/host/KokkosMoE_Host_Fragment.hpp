@@ -51,8 +51,8 @@ namespace Impl {
 // weights are read once and pass through the caches on their way to the
 // multiplies. On Zen 5, against a prefetch into L2 (prefetcht1) in the same
 // process, decode took 0.77-1.05x the time (faster at 22 of 24 points),
-// prefill 0.88-0.98x where its weights stream from memory (DeepSeek-V3 / 16),
-// within 3 % elsewhere but for one point at 1.03-1.04x.
+// prefill 0.83-1.01x where its weights stream from memory (DeepSeek-V3 / 16)
+// and 0.92-1.02x elsewhere, but for one point at 1.03-1.04x.
 inline void prefetch_weights(const void* p) { __builtin_prefetch(p, 0, 0); }
 
 // What both host fragments share: one-thread teams, float tiles in team
@@ -700,9 +700,9 @@ struct HostDotFragment
           sums[m][j] = Operands::multiply(tokens[m], weights[j], sums[m][j]);
     };
     // The next block's rows, NB rows on (past the tile's last block: its
-    // first block's next k, or after the step's last k the rows after
-    // it, the next tile of the same weights), prefetched
-    // as this block reads its own: each block starts NB new streams,
+    // first block's next k, or after the step's last k the rows after it,
+    // the next tile of the same weights), prefetched as this block reads
+    // its own: each block starts NB new streams,
     // whose first lines the hardware prefetcher would leave to wait for
     // memory (a prefetch is a hint: rows past the weights do not fault).
     // One prefetch per vector of weights, not per 64-byte line as the
