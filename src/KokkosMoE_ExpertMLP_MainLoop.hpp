@@ -93,6 +93,10 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   // few rows, only those that hold the tile's rows (the layer's maps for
   // them: ExpertStages); a kernel that does says so.
   static constexpr bool few_row_boxes = false;
+  // Whether a warp-specialised kernel's producer acquires its tensor maps
+  // once, as it starts, instead of in each item's prepare (a kernel that
+  // does says so).
+  static constexpr bool acquires_maps_once = false;
   // Operand tiles of weights: S, or 2 where staged (converted a step at a
   // time, the one of step c in tile c % 2: with S even, b % 2 of stage b),
   // none where read in place.
@@ -281,6 +285,7 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
     if (!frag::multiplier(m)) {
       frag::start_producer();
       const Loader ld{m.team_rank() - frag::multiplier_threads, frag::producer_threads};
+      if constexpr (Kernel::acquires_maps_once) this->acquire_all_maps(ld);
       for (int item = m.league_rank(); work(item, w, depth); item += m.league_size()) {
         // The previous item's loads are done with the scratch prepare writes.
         pipeline::sync_producer(frag::producer_threads);

@@ -37,11 +37,20 @@ struct ExpertTileMaps {
   KOKKOS_INLINE_FUNCTION bool bulk(const std::uint64_t* barrier) const {
     return bulk_kernel() && barrier != nullptr;
   }
+  // The maps, written by a copy from the host before the launch, ordered
+  // before the tensor copies that read them, by the thread that issues the
+  // copies: maps [first, first + count) before each work item, or all of
+  // them once per team (acquire_all_maps) where a kernel says so
+  // (ExpertTileKernel::acquires_maps_once).
   template <class Loader>
   KOKKOS_INLINE_FUNCTION void acquire_maps(const Loader& ld, int first, int count) const {
     if constexpr (Frag::producer_threads > 0)
       if (maps != nullptr && ld.rank == 0)
         for (int i = first; i < first + count; ++i) Frag::acquire_map(map(i));
+  }
+  template <class Loader>
+  KOKKOS_INLINE_FUNCTION void acquire_all_maps(const Loader& ld) const {
+    acquire_maps(ld, 0, copy_map_count);
   }
 
   // Where the rows of an item's tile start in the operands that come by
