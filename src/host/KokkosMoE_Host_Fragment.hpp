@@ -663,24 +663,29 @@ struct HostDotFragment
                             vfloat* __restrict c) {
     constexpr int NB = block_of<M>, chunk = Operands::chunk;
     static_assert(rows_depth % chunk == 0, "whole chunks but for the step's last");
-    const int whole = b.depth / chunk * chunk;
-    const int rows = b.rows < tile_n ? b.rows : tile_n;
-    const int depth = M >= 2 ? rows_depth : b.depth;
-    for (int k0 = 0; k0 < b.depth; k0 += depth) {
-      const int k1 = b.depth - k0 < depth ? b.depth : k0 + depth;
-      for (int n0 = 0; n0 < rows; n0 += NB)
-        multiply_block<M, NB>(op, b, c, n0, k0, k1 < whole ? k1 : whole, k1, depth, rows);
-    }
+    for (int k0 = 0; k0 < b.depth; k0 += depth_of<M>(b))
+      for (int n0 = 0; n0 < rows_of(b); n0 += NB) multiply_block<M, NB>(op, b, c, n0, k0);
   }
-  // One register block: rows [n0, n0 + NB) over k in [k0, k1), whole chunks
-  // up to `end` (the step's last k past it), the rows of the block after it
-  // prefetched.
+  // The k a block takes at a time, and the weight rows of the tile.
+  template <int M, class Scalar>
+  static int depth_of(const InPlaceWeights<Scalar>& b) {
+    return M >= 2 ? rows_depth : b.depth;
+  }
+  template <class Scalar>
+  static int rows_of(const InPlaceWeights<Scalar>& b) {
+    return b.rows < tile_n ? b.rows : tile_n;
+  }
+  // One register block: rows [n0, n0 + NB) over k in [k0, k1) (depth_of
+  // from k0, to the step's last k), in whole chunks up to `end` and the
+  // step's last k past it, the rows of the block after it prefetched.
   template <int M, int NB, class Operands, class Scalar>
   static void multiply_block(const Operands& op, const InPlaceWeights<Scalar>& b,
-                             vfloat* __restrict c, int n0, int k0, int end, int k1, int depth,
-                             int rows) {
+                             vfloat* __restrict c, int n0, int k0) {
     constexpr int chunk = Operands::chunk;
     using operand = decltype(Operands::weights(b.first, 0));
+    const int depth = depth_of<M>(b), rows = rows_of(b);
+    const int k1 = b.depth - k0 < depth ? b.depth : k0 + depth;
+    const int whole = b.depth / chunk * chunk, end = k1 < whole ? k1 : whole;
     const Scalar* row[NB];  // rows past b.rows read the last one (never stored)
 #pragma GCC unroll 4
     for (int j = 0; j < NB; ++j) row[j] = b.first + (n0 + j < b.rows ? n0 + j : b.rows - 1) * b.ld;
