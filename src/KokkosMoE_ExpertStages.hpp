@@ -332,6 +332,7 @@ class ExpertStages {
     q.assignments = assignments;
     q.gather = gather;
     q.zero_padding = zero_padding;
+    q.parts = q.parts_for_pass();
     Kokkos::parallel_for("KokkosMoE::quantize_rows", q.policy(exec_), q);
   }
 
@@ -356,9 +357,9 @@ class ExpertStages {
   // each tile's last).
   void quantize_tokens(const const_rows_view& x, std::int64_t num_tokens, std::int64_t tiles,
                        int tile_rows, const plan_type& plan) {
-    const auto q = QuantizeGroupsKernel<ExecutionSpace, token_type>::tokens(x, token_codes_,
-                                                                            token_scales_,
-                                                                            num_tokens);
+    auto q = QuantizeGroupsKernel<ExecutionSpace, token_type>::tokens(x, token_codes_,
+                                                                      token_scales_, num_tokens);
+    q.parts = q.parts_for_pass();
     Kokkos::parallel_for("KokkosMoE::quantize_tokens", q.policy(exec_), q);
     gather_rows<float8_e4m3>("KokkosMoE::gather_codes", token_codes_, x_codes_, tiles, tile_rows,
                              plan);

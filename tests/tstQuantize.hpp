@@ -121,9 +121,10 @@ TEST(QUANTIZE_SUITE, BlocksScaleByTheirLargestMagnitude) {
 // invalid_ids: some assignments routed out of range, so fewer sorted
 // positions are in use than the batch has assignments. T = 200: several
 // tiles per expert on every backend. Rows of tiles not in use are left as
-// they were.
+// they were. split: each group by max_parts items of 16 values (the
+// layer's small passes), which must give the same codes and scales.
 void check_activation_groups(std::int64_t H, bool zero_padding, bool invalid_ids = false,
-                             std::int64_t T = 40) {
+                             std::int64_t T = 40, bool split = false) {
   const int k = 2;
   Problem<Space, float8_e4m3> p(4, k, H, 64, T);
   auto hx = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), p.x);
@@ -159,6 +160,8 @@ void check_activation_groups(std::int64_t H, bool zero_padding, bool invalid_ids
   q.assignments = T * k;
   q.gather = true;
   q.zero_padding = zero_padding;
+  EXPECT_EQ(q.parts_for_pass(), kernel::max_parts) << "a pass this small splits its groups";
+  q.parts = split ? kernel::max_parts : 1;
   Kokkos::parallel_for(q.policy(Space()), q);
   auto codes = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), q.codes);
   auto scales = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), q.scales);
@@ -208,6 +211,9 @@ TEST(QUANTIZE_SUITE, ActivationGroupsScaleByTheirLargestMagnitude) {
   check_activation_groups(300, false, true);
   check_activation_groups(512, true, true);
   check_activation_groups(512, false, false, 200);
+  check_activation_groups(300, true, false, 40, true);
+  check_activation_groups(512, true, true, 40, true);
+  check_activation_groups(512, false, false, 200, true);
 }
 
 // x's rows quantised once per token, then their codes gathered tile-major
