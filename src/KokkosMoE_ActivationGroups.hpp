@@ -39,7 +39,7 @@ constexpr int activation_group = weight_block;
 // largest magnitude, then converts its values (16-byte stores), with no
 // reduction across threads. Small passes (decode) split each group in
 // max_parts: with one item a group converting all 128 (a division each),
-// the two passes took 9.7-10.2 us each at one token on an H100, a few
+// the two passes took 9.5-10.5 us each at one token on an H100, a few
 // warps' chains of instructions, and the fp8 layer took 1.08-1.10x the
 // time of split groups at one token, 1.01-1.03x at 8 tokens; large passes
 // keep one item a group, whose loads split groups repeat (at 512 tokens
