@@ -35,10 +35,9 @@ struct DispatchKernels {
   // kernel instead of five: at decode sizes each kernel is a few
   // microseconds of a forward of about a hundred).
   static constexpr int one_team_assignments = 1024;
-  // and up to this many experts: the team's scratch (one_team_scratch_bytes,
-  // 32 KiB at most) must fit every backend's (Kokkos 3.4 caps it at 40 KiB
-  // on CUDA).
-  static constexpr int one_team_experts = 2048;
+  // and up to this many experts, whose counters (4 bytes each) must fit in
+  // team scratch on every backend (Kokkos 3.4 caps it at 40 KiB on CUDA).
+  static constexpr int one_team_experts = 4096;
 
   // Zeroes the counters in a kernel: a deep_copy of a value into a scalar
   // view is a copy from the host stack, which a recorded graph would replay
@@ -51,29 +50,27 @@ struct DispatchKernels {
   // Each assignment takes the next free row of its expert (its rank, kept
   // in position until Scatter adds the expert's offset); the row order
   // within an expert does not change any result (rows are independent).
-  KOKKOS_INLINE_FUNCTION void operator()(Count, int a) const {
+  KOKKOS_INLINE_FUNCTION void operator()(Count, int a) const { count(a, plan.counts.data()); }
+  KOKKOS_INLINE_FUNCTION void count(int a, int* counters) const {
     const int e = ids(a / k, a % k);
     if (e < 0 || e >= experts) {
       Kokkos::atomic_add(&plan.invalid_ids(), 1);  // (atomic_increment: gone in Kokkos 5)
       plan.position(a) = -1;
       return;
     }
-    plan.position(a) = Kokkos::atomic_fetch_add(&plan.counts(e), 1);
+    plan.position(a) = Kokkos::atomic_fetch_add(&counters[e], 1);
   }
 
   // One scan yields both prefix sums: rows in the high 32 bits, tiles in the
   // low 32 (each total is below 2^31, so the halves never carry into another).
-  // Stores expert e's offsets where final.
-  KOKKOS_INLINE_FUNCTION void scan_step(int e, std::int64_t rows, std::int64_t& sum,
-                                        bool final) const {
+  KOKKOS_INLINE_FUNCTION void operator()(Scan, int e, std::int64_t& sum, bool final) const {
+    const std::int64_t rows = e < experts ? plan.counts(e) : 0;
+    const std::int64_t tiles = (rows + plan.tile_rows - 1) / plan.tile_rows;
     if (final) {
       plan.offsets(e) = int(sum >> 32);
       plan.tile_offsets(e) = int(sum & 0xffffffff);
     }
-    sum += (rows << 32) + (rows + plan.tile_rows - 1) / plan.tile_rows;
-  }
-  KOKKOS_INLINE_FUNCTION void operator()(Scan, int e, std::int64_t& sum, bool final) const {
-    scan_step(e, e < experts ? plan.counts(e) : 0, sum, final);
+    sum += (rows << 32) + tiles;
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(Scatter, int a) const {
@@ -84,68 +81,36 @@ struct DispatchKernels {
     plan.order(p) = a;
   }
 
-  // Expert e's tiles: its rows [begin, end) by tile_rows, from tile `tile` on.
-  KOKKOS_INLINE_FUNCTION void write_tiles(int e, int begin, int end, int tile) const {
-    for (int first = begin; first < end; first += plan.tile_rows, ++tile) {
-      plan.tiles(tile, 0) = e;
-      plan.tiles(tile, 1) = first;
-      plan.tiles(tile, 2) = first + plan.tile_rows < end ? first + plan.tile_rows : end;
+  KOKKOS_INLINE_FUNCTION void operator()(Tiles, int e) const {
+    const int begin = plan.offsets(e), end = plan.offsets(e + 1);
+    for (int i = plan.tile_offsets(e); i < plan.tile_offsets(e + 1); ++i) {
+      const int first = begin + (i - plan.tile_offsets(e)) * plan.tile_rows;
+      plan.tiles(i, 0) = e;
+      plan.tiles(i, 1) = first;
+      plan.tiles(i, 2) = first + plan.tile_rows < end ? first + plan.tile_rows : end;
     }
   }
-  KOKKOS_INLINE_FUNCTION void operator()(Tiles, int e) const {
-    write_tiles(e, plan.offsets(e), plan.offsets(e + 1), plan.tile_offsets(e));
-  }
 
-  // The five steps above in one team, with every intermediate (counters,
-  // offsets, each assignment's expert and rank) in team scratch: the ids are
-  // the only global loads, so the steps wait on one another through
-  // scratch, not through round trips to memory.
+  // The five steps above in one team, the counters in team scratch.
   KOKKOS_INLINE_FUNCTION void operator()(OneTeam,
                                          const typename one_team_policy::member_type& m) const {
-    const auto ints = [&](int n) {
-      return static_cast<int*>(m.team_scratch(0).get_shmem(sizeof(int) * n));
-    };
-    int* counts = ints(experts);
-    int* starts = ints(experts + 1);
-    int* tile_starts = ints(experts + 1);
-    int* expert = ints(assignments);
-    int* rank = ints(assignments);
+    int* counts = static_cast<int*>(m.team_scratch(0).get_shmem(sizeof(int) * experts));
     Kokkos::parallel_for(Kokkos::TeamThreadRange(m, experts), [&](int e) { counts[e] = 0; });
+    Kokkos::single(Kokkos::PerTeam(m), [&]() { plan.invalid_ids() = 0; });
     m.team_barrier();
-    int invalid = 0;
-    Kokkos::parallel_reduce(
-        Kokkos::TeamThreadRange(m, assignments),
-        [&](int a, int& bad) {
-          const int e = ids(a / k, a % k);
-          const bool valid = e >= 0 && e < experts;
-          expert[a] = valid ? e : 0;
-          rank[a] = valid ? Kokkos::atomic_fetch_add(&counts[e], 1) : -1;
-          bad += valid ? 0 : 1;
-        },
-        invalid);
-    Kokkos::single(Kokkos::PerTeam(m), [&]() { plan.invalid_ids() = invalid; });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, assignments), [&](int a) { count(a, counts); });
     m.team_barrier();
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, experts),
+                         [&](int e) { plan.counts(e) = counts[e]; });
+    m.team_barrier();  // plan.counts is what Scan reads
     Kokkos::parallel_scan(Kokkos::TeamThreadRange(m, experts + 1),
                           [&](int e, std::int64_t& sum, bool final) {
-                            const std::int64_t rows = e < experts ? counts[e] : 0;
-                            if (final) {
-                              starts[e] = int(sum >> 32);
-                              tile_starts[e] = int(sum & 0xffffffff);
-                              if (e < experts) plan.counts(e) = int(rows);
-                            }
-                            scan_step(e, rows, sum, final);
+                            (*this)(Scan{}, e, sum, final);
                           });
     m.team_barrier();
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, assignments), [&](int a) {
-      const int p = rank[a] < 0 ? -1 : starts[expert[a]] + rank[a];
-      plan.position(a) = p;
-      if (p >= 0) plan.order(p) = a;
-    });
-    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, experts),
-                         [&](int e) { write_tiles(e, starts[e], starts[e + 1], tile_starts[e]); });
-  }
-  static std::size_t one_team_scratch_bytes(int experts, int assignments) {
-    return sizeof(int) * (3 * std::size_t(experts) + 2 + 2 * std::size_t(assignments));
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, assignments),
+                         [&](int a) { (*this)(Scatter{}, a); });
+    Kokkos::parallel_for(Kokkos::TeamThreadRange(m, experts), [&](int e) { (*this)(Tiles{}, e); });
   }
 
   // The one-team plan's team on exec: a power of two, up to 256 threads
@@ -161,11 +126,10 @@ struct DispatchKernels {
   // threads: one_team_threads(exec), found once by the caller.
   void run(const ExecutionSpace& exec, int threads) const {
     if (assignments <= one_team_assignments && experts <= one_team_experts) {
-      Kokkos::parallel_for(
-          "KokkosMoE::dispatch::one_team",
-          one_team_policy(exec, 1, threads)
-              .set_scratch_size(0, Kokkos::PerTeam(one_team_scratch_bytes(experts, assignments))),
-          *this);
+      Kokkos::parallel_for("KokkosMoE::dispatch::one_team",
+                           one_team_policy(exec, 1, threads)
+                               .set_scratch_size(0, Kokkos::PerTeam(sizeof(int) * experts)),
+                           *this);
       return;
     }
     Kokkos::parallel_for("KokkosMoE::dispatch::reset",
