@@ -16,7 +16,8 @@
 #           HDF5: the test and driver binaries (stripped), the non-system
 #           shared libraries they load (HDF5 and its dependencies; not glibc,
 #           libstdc++ or CUDA) and the traces to replay (inputs/*.h5 and the
-#           TRACE.h5 given), in BUNDLE/bin, lib and traces.
+#           TRACE.h5 given), in BUNDLE/bin, lib and traces; names the
+#           recorded traces that check replays and were not given.
 # check     the unit tests, the trace tests and kokkos-moe-replay --check on
 #           the bundle's traces (bf16, fp16, fp32; DeepSeek-V3 and GPT-OSS at
 #           512 tokens), each logged to OUT/NAME.log, with OUT/summary.log.
@@ -72,6 +73,9 @@ bundle_dir() {
   (cd "$1" && pwd)
 }
 
+# The recorded traces cmd_check replays besides inputs/ (given to bundle).
+check_traces="deepseek-v3-prefill4096-sampled.h5 deepseek-v3-decode-sampled.h5 gpt-oss-20b-decode.h5"
+
 cmd_bundle() {  # BUILD_DIR BUNDLE [TRACE.h5...]
   set -e
   [ $# -ge 2 ] || die_usage "bundle: BUILD_DIR BUNDLE [TRACE.h5...]"
@@ -91,6 +95,13 @@ cmd_bundle() {  # BUILD_DIR BUNDLE [TRACE.h5...]
     grep -v -E '/lib(mpi|mpi_cxx|open-rte|open-pal|pmix|hwloc|event|nccl)[-_.]' |
     xargs -r -I{} cp -L {} "$bundle/lib/"
   cp "$root"/inputs/*.h5 "$@" "$bundle/traces/"
+  # check replays these recorded traces too: say which the bundle lacks now,
+  # not as a failed replay on the GPU machine.
+  local t
+  for t in $check_traces; do
+    [ -f "$bundle/traces/$t" ] ||
+      echo "scripts/gpu.sh bundle: no $t given: 'check' will fail its replay" >&2
+  done
   du -sh "$bundle"
 }
 
