@@ -26,21 +26,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from record_names import MODEL_ORDER, title  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
 
-MODEL_NAMES = {"mixtral-8x7b": "Mixtral-8x7B", "qwen2-57b": "Qwen2-57B",
-               "deepseek-v3": "DeepSeek-V3", "gpt-oss-20b": "GPT-OSS-20B"}
-MODEL_ORDER = ["mixtral-8x7b", "qwen2-57b", "deepseek-v3", "gpt-oss-20b"]
 STAGES = [("dispatch", "dispatch", "#8c8c8c"), ("gate_up", "gate/up (with the gather of x)", "#1f77b4"),
           ("down_combine", "down + combine", "#ff7f0e")]
-
-
-def routing_name(routing):
-    if routing.startswith("trace:"):  # trace:deepseek-v3-prefill4096-sampled -> prefill trace
-        kind = next((k for k in ("prefill", "decode") if k in routing), "")
-        return f"{kind} trace".strip()
-    return routing.replace("zipf", "Zipf ")
 
 
 def panels(records):
@@ -50,10 +42,6 @@ def panels(records):
         groups.setdefault((r["model"], r["routing"]), []).append(r)
     keys = sorted(groups, key=lambda k: (MODEL_ORDER.index(k[0]) if k[0] in MODEL_ORDER else 99, k[1]))
     return [(k, sorted(groups[k], key=lambda r: r["tokens"])) for k in keys]
-
-
-def title(key):
-    return f"{MODEL_NAMES.get(key[0], key[0])}, {routing_name(key[1])}"
 
 
 def dtype_of(r):
