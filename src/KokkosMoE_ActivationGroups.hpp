@@ -38,12 +38,13 @@ constexpr int activation_group = weight_block;
 // the group's 128 values (16-byte loads where the rows allow) for their
 // largest magnitude, then converts its values (16-byte stores), with no
 // reduction across threads. Small passes (decode) split each group in
-// max_parts: with one item a group converting all 128 (a division each),
-// the two passes took 9.5-10.5 us each at one token on an H100, a few
+// max_parts: on an H100, with one item a group converting all 128 (a
+// division each), the two passes took 9.5-10.5 us each at one token, a few
 // warps' chains of instructions, and the fp8 layer took 1.08-1.10x the
-// time of split groups at one token, 1.01-1.03x at 8 tokens; large passes
-// keep one item a group, whose loads split groups repeat (at 512 tokens
-// split groups took 1.01-1.02x the time).
+// time of split groups at one token, 1.01-1.03x at 8 tokens (not yet
+// measured side by side on an H200); large passes keep one item a group,
+// whose loads split groups repeat (at 512 tokens split groups took
+// 1.01-1.02x the time).
 template <class ExecutionSpace, class Token>
 struct QuantizeGroupsKernel {
   using memory_space = typename ExecutionSpace::memory_space;
@@ -101,16 +102,15 @@ struct QuantizeGroupsKernel {
   KOKKOS_INLINE_FUNCTION std::int64_t item_rows() const {
     return zero_padding || per_token ? rows : assignments;
   }
+  // The groups a pass of these fields quantises.
+  std::int64_t pass_groups() const { return item_rows() * groups(std::int64_t(codes.extent(1))); }
   // The parts a pass of these fields takes (small passes split groups).
-  int parts_for_pass() const {
-    return item_rows() * groups(std::int64_t(codes.extent(1))) <= split_groups_up_to ? max_parts
-                                                                                     : 1;
-  }
+  int parts_for_pass() const { return pass_groups() <= split_groups_up_to ? max_parts : 1; }
   // Over the groups of item_rows() rows, the rows of a group next to each
   // other: their scales are.
   Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>> policy(
       const ExecutionSpace& exec) const {
-    return {exec, 0, item_rows() * groups(std::int64_t(codes.extent(1))) * parts};
+    return {exec, 0, pass_groups() * parts};
   }
   // The tile in use that holds sorted position `position` (tiles hold
   // consecutive positions, in order).
