@@ -16,6 +16,7 @@
 // writes to speak of, and on some machines one core reads slower than the
 // copy's reads and writes together move). benchmarks/results/host_table.py makes records and a
 // table of its JSON output.
+#include <KokkosMoE/KokkosMoE_HostTuning.hpp>
 #include <KokkosMoE/KokkosMoE_Layer.hpp>
 #include <KokkosMoE/KokkosMoE_TraceSynth.hpp>
 
@@ -724,10 +725,13 @@ std::string first_line(const char* path) {
   return line;
 }
 
-// The command as run: the OpenMP settings, then the arguments.
+// The command as run: the settings of threads, BLAS and the layer's host
+// tuning from the environment, then the arguments.
 std::string command_line(int argc, char** argv) {
   std::string cmd;
-  for (const char* v : {"OMP_WAIT_POLICY", "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES"})
+  for (const char* v :
+       {"OMP_WAIT_POLICY", "OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "OPENBLAS_CORETYPE",
+        "KOKKOSMOE_HOST_DECODE_PREFETCH", "KOKKOSMOE_HOST_DECODE_DEPTH"})
     if (const char* value = std::getenv(v)) cmd += std::string(v) + "=" + value + " ";
   for (int i = 0; i < argc; ++i) cmd += (i ? " " : "") + std::string(argv[i]);
   return cmd;
@@ -771,6 +775,11 @@ void add_context(const std::string& command) {
   benchmark::AddCustomContext("blas", blas_name());
   benchmark::AddCustomContext("command", command);
   benchmark::AddCustomContext("loadavg_at_start", first_line("/proc/loadavg"));
+  // How the layer's decode kernels stream the weights on this CPU (HostTuning).
+  const HostTuning& tuning = host_tuning();
+  benchmark::AddCustomContext("host_tuning", std::string("decode prefetch ") +
+                                                 to_string(tuning.decode_prefetch) + ", depth " +
+                                                 std::to_string(tuning.decode_depth));
 }
 }  // namespace
 

@@ -4,6 +4,7 @@
 #ifndef KOKKOSMOE_LAYER_IMPL_HPP
 #define KOKKOSMOE_LAYER_IMPL_HPP
 
+#include <KokkosMoE/KokkosMoE_HostTuning.hpp>
 #include <KokkosMoE/KokkosMoE_Layer.hpp>
 
 #include "KokkosMoE_Dispatch_Impl.hpp"
@@ -91,6 +92,10 @@ Layer<ExecutionSpace, Scalar>::Layer(const Config& config, const weights_type& w
                                      const execution_space& exec)
     : config_(config), weights_(weights), exec_(exec) {
   config_.validate();
+  // The host kernels' tuning, read here so that a bad setting of its
+  // environment variables throws now rather than inside a kernel.
+  if constexpr (Kokkos::SpaceAccessibility<Kokkos::HostSpace, memory_space>::accessible)
+    host_tuning();
   const std::int64_t E = config_.num_experts, H = config_.hidden_size, F = config_.ffn_size;
   const std::int64_t T = config_.max_tokens, k = config_.top_k;
   if (config_.routing != RoutingMode::external)

@@ -52,8 +52,10 @@ const Case cases[] = {
     // last one past the last whole vector: gate/up's K (H), then down's (F).
     {"decode_two_k_steps_gate_up", 2, 2, 4200, 40, 3, 2},
     {"decode_two_k_steps_down", 2, 2, 40, 4200, 3, 2},
-    // Decode tiles of 7 rows, whose register blocks take 1024 k at a time
-    // on the host: K (H, then F) past the last whole 1024 and vector.
+    // Decode tiles of 7 rows, whose register blocks take
+    // HostTuning::decode_depth k at a time on the host (1024 on Zen 5; 512
+    // in HostTuning.LayerWithNtaAndDepth512): K (H, then F) past the last
+    // whole 1024 and vector.
     {"decode_rows_by_1024_k", 2, 2, 2600, 1100, 7, 2},
     // The layer's other tile shapes: 40 and 600 rows per expert.
     {"medium_tiles", 2, 1, 70, 90, 80, 2},

@@ -77,6 +77,8 @@ def records(run, commit):
         "read_gbps": float(ctx["read_gbps"]) if "read_gbps" in ctx else None,
         "cpu": ctx["cpu"],
         "flags": ctx.get("build_flags") or None,
+        # How the kernels streamed the weights (HostTuning), where the run says.
+        "host_tuning": ctx.get("host_tuning"),
         "date": ctx["date"][:10],
         "command": ctx["command"],
         "commit": commit,
@@ -113,7 +115,7 @@ def records(run, commit):
         if "rel_err_vs_ours" in b:
             rec["rel_err_vs_ours"] = b["rel_err_vs_ours"]
         rec.update(common)
-        for k in ("flags", "fma_peak_gflops", "bf16_pair_peak_gflops", "read_gbps"):
+        for k in ("flags", "host_tuning", "fma_peak_gflops", "bf16_pair_peak_gflops", "read_gbps"):
             if rec[k] is None:
                 del rec[k]
         rec["label"] = m["label"]
@@ -174,6 +176,8 @@ def ceilings_line(run):
         peak += f" (bf16 pairs {float(ctx['bf16_pair_peak_gflops']):.0f})"
     if "read_gbps" in ctx:
         peak += f"; read stream {float(ctx['read_gbps']):.1f} GB/s"
+    if "host_tuning" in ctx:
+        peak += f"; kernels' weight streaming: {ctx['host_tuning']}"
     return (f"- {ctx['kokkos_threads']} thread(s): copy {float(ctx['floor_copy_gbps']):.1f} GB/s, "
             f"sgemm {float(ctx['floor_sgemm_gflops']):.0f} GFLOP/s{measured_again}, "
             f"{ctx['blas']}{peak}; load average at start {ctx['loadavg_at_start'].split()[0]}")

@@ -38,6 +38,8 @@
 
 #include "KokkosMoE_Host_Vector.hpp"
 
+#include <KokkosMoE/KokkosMoE_HostTuning.hpp>
+
 #ifdef KOKKOSMOE_HOST_VECTORS
 
 #include <cstring>
@@ -47,13 +49,19 @@ namespace KokkosMoE {
 namespace Impl {
 
 // Weights a register block will read next, requested while the block
-// before it multiplies, as a non-temporal prefetch (prefetchnta): a tile's
-// weights are read once and pass through the caches on their way to the
-// multiplies. On Zen 5, against a prefetch into L2 (prefetcht1) in the same
-// process, decode took 0.77-1.05x the time (faster at 22 of 24 points),
-// prefill 0.83-1.01x where its weights stream from memory (DeepSeek-V3 / 16)
-// and 0.92-1.02x elsewhere, but for one point at 1.03-1.04x.
-inline void prefetch_weights(const void* p) { __builtin_prefetch(p, 0, 0); }
+// before it multiplies: into L2, or non-temporally (prefetchnta), as a
+// tile's weights are read once. Prefill takes prefetchnta (against L2,
+// 0.93-1.05x the time at its points on Zen 4, 0.83-1.04x on Zen 5);
+// decode the CPU's hint (host_tuning()), as a template argument chosen
+// before the loops (read in the loop, the branch made one bf16 token 1.2x
+// slower on Zen 4).
+template <bool NonTemporal>
+inline void prefetch_weights(const void* p) {
+  __builtin_prefetch(p, 0, NonTemporal ? 0 : 2);
+}
+inline bool decode_prefetch_non_temporal() {
+  return host_tuning().decode_prefetch == HostWeightPrefetch::non_temporal;
+}
 
 // What both host fragments share: one-thread teams, float tiles in team
 // scratch of ScratchLevel (TileK deep), accumulators outside it. Derived supplies
@@ -456,7 +464,7 @@ struct HostPanelFragment
     for (int k0 = 0; k0 < b.depth; k0 += lanes) {
       const int n = b.depth - k0 < lanes ? b.depth - k0 : lanes;
       if (k0 % line == 0)
-        for (int j = 0; j < following; ++j) prefetch_weights(ahead + j * b.ld + k0);
+        for (int j = 0; j < following; ++j) prefetch_weights<true>(ahead + j * b.ld + k0);
       // Float weights broadcast from their rows, 16-bit ones (and the last
       // k of a step, fewer than a chunk) from a buffer they are widened
       // into (float weights through it took 5-8 % longer).
@@ -508,7 +516,7 @@ struct HostPanelFragment
     const int whole = b.depth / 2;
     for (int q = 0; q < whole; ++q) {
       if (2 * q % line == 0)
-        for (int j = 0; j < following; ++j) prefetch_weights(ahead + j * b.ld + 2 * q);
+        for (int j = 0; j < following; ++j) prefetch_weights<true>(ahead + j * b.ld + 2 * q);
       step(q, [](const bfloat16* p) { return pair_at(p); });
     }
     if (b.depth % 2) step(whole, [](const bfloat16* p) { return std::uint32_t(p->bits); });
@@ -648,42 +656,46 @@ struct HostDotFragment
   }
 
   // The k a register block of two or more token rows takes before the
-  // next block: the rows' 1024 k (up to 32 KiB of floats) stay in L1 over
-  // the tile's blocks, where over the step's 4096 each block read them from
-  // L2. On Zen 5, against whole steps in the same process: 8 tokens
-  // 0.91-1.01x the time on one thread (11 of 12 faster), 0.78-0.98x in one
-  // of two runs on two; 2048 k were level. One token row, whose loads are
-  // the weights', keeps whole steps.
-  static constexpr int rows_depth = 1024;
+  // next block (HostTuning::decode_depth, a multiple of 512): at 1024 the
+  // rows' k (up to 32 KiB of floats) stay in L1 over the tile's blocks,
+  // where over the step's 4096 each block reads them from L2. Which is
+  // faster depends on the CPU (on Zen 5, 1024; on Zen 4, 4096). One token
+  // row, whose loads are the weights', keeps whole steps.
+  template <int M, class Scalar>
+  static int depth_of(const InPlaceWeights<Scalar>& b) {
+    return M >= 2 ? host_tuning().decode_depth : b.depth;
+  }
   // Register blocks of block_of<M> weight rows by the M token rows, each
-  // block over the step's depth (M >= 2: over rows_depth of it, then the
-  // next block): a few weight rows stream at a time.
+  // block over the step's depth (M >= 2: over depth_of it, then the next
+  // block): a few weight rows stream at a time.
   template <int M, class Operands, class Scalar>
   static void multiply_rows(const Operands& op, const InPlaceWeights<Scalar>& b,
                             vfloat* __restrict c) {
     constexpr int NB = block_of<M>, chunk = Operands::chunk;
-    static_assert(rows_depth % chunk == 0, "whole chunks but for the step's last");
-    for (int k0 = 0; k0 < b.depth; k0 += depth_of<M>(b))
-      for (int n0 = 0; n0 < rows_of(b); n0 += NB) multiply_block<M, NB>(op, b, c, n0, k0);
+    static_assert(512 % chunk == 0, "whole chunks but for the step's last");
+    const int depth = depth_of<M>(b);
+    const auto blocks = [&](auto non_temporal) {
+      for (int k0 = 0; k0 < b.depth; k0 += depth)
+        for (int n0 = 0; n0 < rows_of(b); n0 += NB)
+          multiply_block<M, NB, decltype(non_temporal)::value>(op, b, c, n0, k0, depth);
+    };
+    if (decode_prefetch_non_temporal()) blocks(std::true_type{});
+    else blocks(std::false_type{});
   }
-  // The k a block takes at a time, and the weight rows of the tile.
-  template <int M, class Scalar>
-  static int depth_of(const InPlaceWeights<Scalar>& b) {
-    return M >= 2 ? rows_depth : b.depth;
-  }
+  // The weight rows of the tile.
   template <class Scalar>
   static int rows_of(const InPlaceWeights<Scalar>& b) {
     return b.rows < tile_n ? b.rows : tile_n;
   }
-  // One register block: rows [n0, n0 + NB) over k in [k0, k1) (depth_of
+  // One register block: rows [n0, n0 + NB) over k in [k0, k1) (`depth`
   // from k0, to the step's last k), in whole chunks up to `end` and the
   // step's last k past it, the rows of the block after it prefetched.
-  template <int M, int NB, class Operands, class Scalar>
+  template <int M, int NB, bool NonTemporal, class Operands, class Scalar>
   static void multiply_block(const Operands& op, const InPlaceWeights<Scalar>& b,
-                             vfloat* __restrict c, int n0, int k0) {
+                             vfloat* __restrict c, int n0, int k0, int depth) {
     constexpr int chunk = Operands::chunk;
     using operand = decltype(Operands::weights(b.first, 0));
-    const int depth = depth_of<M>(b), rows = rows_of(b);
+    const int rows = rows_of(b);
     const int k1 = b.depth - k0 < depth ? b.depth : k0 + depth;
     const int whole = b.depth / chunk * chunk, end = k1 < whole ? k1 : whole;
     const Scalar* row[NB];  // rows past b.rows read the last one (never stored)
@@ -722,7 +734,7 @@ struct HostDotFragment
 #pragma GCC unroll 4
       for (int j = 0; j < NB; ++j) weights[j] = Operands::weights(row[j], k);
 #pragma GCC unroll 4
-      for (int j = 0; j < NB; ++j) prefetch_weights(ahead[j] + k);
+      for (int j = 0; j < NB; ++j) prefetch_weights<NonTemporal>(ahead[j] + k);
       step(k, weights);
     }
     if (end < k1) {
