@@ -53,7 +53,7 @@ namespace Impl {
 // tile's weights are read once. Prefill takes prefetchnta (against L2,
 // 0.93-1.05x the time at its points on Zen 4, 0.83-1.04x on Zen 5);
 // decode the CPU's hint (host_tuning()), as a template argument chosen
-// before the loops (read in the loop, the branch made one bf16 token 1.2x
+// before the loops (read in the loop, the branch made one bf16 token 1.25x
 // slower on Zen 4).
 template <bool NonTemporal>
 inline void prefetch_weights(const void* p) {
