@@ -38,9 +38,9 @@
 
 #include "KokkosMoE_Host_Vector.hpp"
 
-#include <KokkosMoE/KokkosMoE_HostTuning.hpp>
-
 #ifdef KOKKOSMOE_HOST_VECTORS
+
+#include <KokkosMoE/KokkosMoE_HostTuning.hpp>
 
 #include <cstring>
 #include <type_traits>
@@ -58,9 +58,6 @@ namespace Impl {
 template <bool NonTemporal>
 inline void prefetch_weights(const void* p) {
   __builtin_prefetch(p, 0, NonTemporal ? 0 : 2);
-}
-inline bool decode_prefetch_non_temporal() {
-  return host_tuning().decode_prefetch == HostWeightPrefetch::non_temporal;
 }
 
 // What both host fragments share: one-thread teams, float tiles in team
@@ -655,31 +652,27 @@ struct HostDotFragment
     multiply_rows<M>(Widened<Scalar>{a}, b, c);
   }
 
-  // The k a register block of two or more token rows takes before the
-  // next block (HostTuning::decode_depth, a multiple of 512): at 1024 the
-  // rows' k (up to 32 KiB of floats) stay in L1 over the tile's blocks,
-  // where over the step's 4096 each block reads them from L2. Which is
-  // faster depends on the CPU (on Zen 5, 1024; on Zen 4, 4096). One token
-  // row, whose loads are the weights', keeps whole steps.
-  template <int M, class Scalar>
-  static int depth_of(const InPlaceWeights<Scalar>& b) {
-    return M >= 2 ? host_tuning().decode_depth : b.depth;
-  }
-  // Register blocks of block_of<M> weight rows by the M token rows, each
-  // block over the step's depth (M >= 2: over depth_of it, then the next
-  // block): a few weight rows stream at a time.
+  // Register blocks of block_of<M> weight rows by the M token rows: a few
+  // weight rows stream at a time. One token row (whose loads are the
+  // weights') takes each block over the whole step; two or more take
+  // HostTuning::decode_depth k (a multiple of 512) at a time before the
+  // next block: at 1024 the rows' k (up to 32 KiB of floats) stay in L1
+  // over the tile's blocks, where over the step's 4096 each block reads them
+  // from L2. Which is faster depends on the CPU (on Zen 5, 1024; on Zen 4,
+  // 4096), as does the prefetch hint, both read once a step.
   template <int M, class Operands, class Scalar>
   static void multiply_rows(const Operands& op, const InPlaceWeights<Scalar>& b,
                             vfloat* __restrict c) {
     constexpr int NB = block_of<M>, chunk = Operands::chunk;
     static_assert(512 % chunk == 0, "whole chunks but for the step's last");
-    const int depth = depth_of<M>(b);
+    const HostTuning& tuning = host_tuning();
+    const int depth = M >= 2 ? tuning.decode_depth : b.depth;
     const auto blocks = [&](auto non_temporal) {
       for (int k0 = 0; k0 < b.depth; k0 += depth)
         for (int n0 = 0; n0 < rows_of(b); n0 += NB)
           multiply_block<M, NB, decltype(non_temporal)::value>(op, b, c, n0, k0, depth);
     };
-    if (decode_prefetch_non_temporal()) blocks(std::true_type{});
+    if (tuning.decode_prefetch == HostWeightPrefetch::non_temporal) blocks(std::true_type{});
     else blocks(std::false_type{});
   }
   // The weight rows of the tile.
