@@ -41,8 +41,9 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
   Kokkos::View<const token**, Kokkos::LayoutRight, memory_space> h;            // [rows, F]
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> down;       // [E, H, F]
   Kokkos::View<const float***, Kokkos::LayoutRight, memory_space> down_scale;  // block-scaled
-  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y;                  // [splits * T*k, H]
-  int assignments;                                                             // A = T * k
+  typename base::panels_view down_panels;                      // packing fragments only
+  Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y;  // [splits * T*k, H]
+  int assignments;                                             // A = T * k
 
   static std::size_t scratch_bytes() {
     return frag::operand_bytes(S * BM) + frag::operand_bytes(base::weight_buffers * BN) +
@@ -83,7 +84,7 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
     f.F = int(h.extent(1)), f.H = int(down.extent(1));
     f.cols = f.H - w.first_col < BN ? f.H - w.first_col : BN;
     f.h0 = &h(w.first_row, 0);
-    f.down = WeightRows<Scalar>::of(down, down_scale, w.expert, w.first_col);
+    f.down = base::rows_of(down, down_panels, down_scale, w.expert, w.first_col);
     f.aligned = base::rows_aligned(f.h0, f.F) &&
                 base::weight_loader::rows_aligned(f.down.first, f.F);
     return f;

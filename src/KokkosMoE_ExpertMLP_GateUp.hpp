@@ -73,6 +73,7 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> gate;  // [E, F, H]
   Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space> up;    // [E, F, H]
   scales gate_scale, up_scale;                                 // block-scaled Scalar only (Weights)
+  typename base::panels_view gate_panels, up_panels;           // packing fragments only
   Kokkos::View<token**, Kokkos::LayoutRight, memory_space> h;  // [rows, F]
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> partial;  // [splits * A, 2F]
   int assignments;                                                   // A = T * k
@@ -140,8 +141,8 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
   KOKKOS_FORCEINLINE_FUNCTION Sources sources(const typename base::Work& w) const {
     const int H = int(x.extent(1));
     Sources f;
-    f.gate = WeightRows<Scalar>::of(gate, gate_scale, w.expert, w.first_col);
-    f.up = WeightRows<Scalar>::of(up, up_scale, w.expert, w.first_col);
+    f.gate = base::rows_of(gate, gate_panels, gate_scale, w.expert, w.first_col);
+    f.up = base::rows_of(up, up_panels, up_scale, w.expert, w.first_col);
     f.aligned = base::rows_aligned(x.data(), H) &&
                 base::weight_loader::rows_aligned(f.gate.first, H) &&
                 base::weight_loader::rows_aligned(f.up.first, H);

@@ -11,6 +11,7 @@
 #include "KokkosMoE_ExpertMLP_Schedule.hpp"
 #include "KokkosMoE_ExpertMLP_TensorMaps.hpp"
 #include "KokkosMoE_Fragment.hpp"
+#include "KokkosMoE_WeightPanels.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -89,6 +90,25 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   // Whether the fragment multiplies the weights where they lie in memory
   // (InPlaceWeights) instead of from operand tiles.
   static constexpr bool weights_in_place = reads_weights_in_place<Frag, Scalar>;
+  // Where the fragment packs the weights (panel_layout), the kernels read
+  // them from the layer's panels (`panels_view`; elsewhere an empty field).
+  static constexpr PanelLayout panels = panel_layout_of<Frag, Scalar>();
+  struct NoPanels {};
+  using panels_view =
+      std::conditional_t<(panels.columns > 0),
+                         Kokkos::View<const Scalar***, Kokkos::LayoutRight, memory_space>,
+                         NoPanels>;
+  // An item's weight rows from its first column: in the panels, or in the
+  // weights as they are.
+  template <class Weights, class Scales>
+  KOKKOS_INLINE_FUNCTION static WeightRows<Scalar> rows_of(const Weights& weights,
+                                                           const panels_view& packed,
+                                                           const Scales& scales, int expert,
+                                                           int first_col) {
+    if constexpr (panels.columns > 0)
+      return WeightRows<Scalar>::of(packed, scales, expert, first_col / panels.columns);
+    else return WeightRows<Scalar>::of(weights, scales, expert, first_col);
+  }
   // Whether the kernel's tensor copies take activation tiles by boxes of a
   // few rows, only those that hold the tile's rows (the layer's maps for
   // them: ExpertStages); a kernel that does says so.
@@ -190,7 +210,10 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
   KOKKOS_INLINE_FUNCTION static InPlaceWeights<Scalar> in_place(const WeightRows<Scalar>& from,
                                                                 const Step& step, int rows,
                                                                 int tokens) {
-    return InPlaceWeights<Scalar>{from.at(0, step.k0), from.ld, rows, step.depth, tokens};
+    if constexpr (panels.columns > 0)  // the step's first k of the item's first panel
+      return InPlaceWeights<Scalar>{from.first + std::int64_t(step.k0) * panels.columns, from.ld,
+                                    rows, step.depth, tokens};
+    else return InPlaceWeights<Scalar>{from.at(0, step.k0), from.ld, rows, step.depth, tokens};
   }
 
   // Stage b of an S-stage staging area of `rows` rows.

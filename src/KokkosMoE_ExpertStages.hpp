@@ -17,6 +17,7 @@
 
 #include "KokkosMoE_ExpertMLP_Impl.hpp"
 #include "KokkosMoE_Fragment.hpp"
+#include "KokkosMoE_WeightPanels.hpp"
 
 #include <Kokkos_Core.hpp>
 
@@ -61,7 +62,8 @@ class ExpertStages {
       use_e4m3_operands();
   }
 
-  // The most bytes of device memory the stages take for config: h and the
+  // The most bytes of device memory the stages take for config: the
+  // weights' panels where a shape packs them (panel_bytes), h and the
   // gathered rows tile-major where the backend copies by tensor maps, the
   // e4m3 codes and scales where it multiplies them (the weights decide
   // whether it can: see quantizes_activations), the outputs and parts.
@@ -79,17 +81,43 @@ class ExpertStages {
         scales += config.max_tokens * weights_type::blocks(H);
       }
     }
-    return sizeof(token_type) * std::size_t(h_rows * F + gathered * H) +
+    return panel_bytes(config) + sizeof(token_type) * std::size_t(h_rows * F + gathered * H) +
            sizeof(float) * std::size_t(std::max(A, split_k_rows) * H + split_k_rows * 2 * F) +
            sizeof(float8_e4m3) * std::size_t(codes * (H + F) + token_codes) +
            sizeof(float) * std::size_t(scales);
   }
   // The bytes of device memory it holds (at most workspace_bytes(config)).
   std::size_t bytes() const {
-    return h_.span() * sizeof(token_type) + y_.span() * sizeof(float) +
+    return (panels_.gate.span() + panels_.up.span() + panels_.down.span()) * sizeof(Scalar) +
+           h_.span() * sizeof(token_type) + y_.span() * sizeof(float) +
            gate_up_parts_.span() * sizeof(float) + gathered_rows_.span() * sizeof(token_type) +
            (x_codes_.span() + h_codes_.span() + token_codes_.span()) * sizeof(float8_e4m3) +
            (x_scales_.span() + h_scales_.span() + token_scales_.span()) * sizeof(float);
+  }
+
+  // Where the prefill shapes' fragments pack the weights (panel_layout: the
+  // host panel fragment), the panels they take (columns 0: none); the
+  // decode shape reads the weights as they are.
+  static constexpr PanelLayout panel_layout =
+      panel_layout_of<Fragment<ExecutionSpace, Scalar, TileSize::large>, Scalar>();
+  template <TileSize Size>
+  static constexpr bool packs() {
+    constexpr PanelLayout g = panel_layout_of<Fragment<ExecutionSpace, Scalar, Size>, Scalar>();
+    constexpr PanelLayout d = panel_layout_of<DownFragment<ExecutionSpace, Scalar, Size>, Scalar>();
+    static_assert((g.columns == 0 ||
+                   (g.columns == panel_layout.columns && g.k_group == panel_layout.k_group)) &&
+                      d.columns == g.columns && d.k_group == g.k_group,
+                  "one panel layout for every shape that packs, gate/up and down");
+    return g.columns > 0;
+  }
+  // The bytes of the panels (a copy of the weights, padded to whole
+  // panels), once a batch has taken a shape that packs.
+  static std::size_t panel_bytes(const Config& c) {
+    if constexpr (panel_layout.columns > 0)
+      return sizeof(Scalar) *
+             (2 * panel_elements(panel_layout, c.num_experts, c.ffn_size, c.hidden_size) +
+              panel_elements(panel_layout, c.num_experts, c.hidden_size, c.ffn_size));
+    else return (void)c, 0;
   }
 
   // Rows per tile of a shape, as the dispatch must cut them.
@@ -213,6 +241,7 @@ class ExpertStages {
       if (e4m3_operands_) return gate_up_e4m3<Size>(x, num_tokens, plan);
     using kernel = GateUpKernel<ExecutionSpace, Scalar, Size>;
     const std::int64_t assignments = num_tokens * config_.top_k;
+    if constexpr (packs<Size>()) pack_weights();
     kernel f;
     set_gate_up(f, assignments, plan);
     f.x = x;
@@ -245,6 +274,7 @@ class ExpertStages {
   int down_tiles(std::int64_t num_tokens, const plan_type& plan) {
     if constexpr (has_e4m3_fragments<ExecutionSpace>() && is_block_scaled<Scalar>::value)
       if (e4m3_operands_) return down_e4m3<Size>(num_tokens, plan);
+    if constexpr (packs<Size>()) pack_weights();
     DownKernel<ExecutionSpace, Scalar, Size> f;
     return launch_down(f, num_tokens * config_.top_k, plan);
   }
@@ -269,6 +299,10 @@ class ExpertStages {
     f.h = h_;
     f.assignments = int(assignments);
     f.maps = maps_of<Kernel>();
+    if constexpr (packs_weights<typename Kernel::frag, Scalar>) {
+      f.gate_panels = panels_.gate;
+      f.up_panels = panels_.up;
+    }
   }
   template <class Kernel>
   int launch_down(Kernel& f, std::int64_t assignments, const plan_type& plan) {
@@ -282,6 +316,7 @@ class ExpertStages {
     f.y = y_;
     f.assignments = int(assignments);
     f.maps = maps_of<Kernel>();
+    if constexpr (packs_weights<typename Kernel::frag, Scalar>) f.down_panels = panels_.down;
     const auto tiles = plan_type::max_tiles(assignments, config_.num_experts, Kernel::BM);
     // Few tokens leave few tiles and a long F: split F so that the launch
     // still fills the device (partial sums go to spare rows of y); not in a
@@ -293,6 +328,21 @@ class ExpertStages {
                          f.make_policy(exec_, tiles, Kernel::scratch_bytes(), "KokkosMoE::down"),
                          f);
     return f.splits;
+  }
+
+  // The weights' panels, packed by the first batch whose shape takes them
+  // (a one-time copy: decode-only use never makes it). Weights changed after
+  // that are not seen by the packing shapes (Layer says so).
+  void pack_weights() {
+    if constexpr (panel_layout.columns > 0) {
+      if (panels_.gate.extent(0) > 0 || config_.num_experts == 0) return;
+      panels_.gate = pack_panels<ExecutionSpace, Scalar>(exec_, weights_.gate, panel_layout,
+                                                         "KokkosMoE::gate_panels");
+      panels_.up = pack_panels<ExecutionSpace, Scalar>(exec_, weights_.up, panel_layout,
+                                                       "KokkosMoE::up_panels");
+      panels_.down = pack_panels<ExecutionSpace, Scalar>(exec_, weights_.down, panel_layout,
+                                                         "KokkosMoE::down_panels");
+    }
   }
 
   // The weighted sum of each token's expert outputs (the sum of `splits` K
@@ -408,6 +458,9 @@ class ExpertStages {
   Config config_;
   weights_type weights_;
   ExecutionSpace exec_;
+  struct Panels {
+    weight_panels<Scalar, memory_space> gate, up, down;
+  } panels_;     // pack_weights
   rows_view h_;  // [max_tokens * k or tile-major rows, F]
   Kokkos::View<float**, Kokkos::LayoutRight, memory_space> y_;  // [max_tokens * k, H]
   // Split-K parts of the gate and up products of small batches: [rows, 2F].

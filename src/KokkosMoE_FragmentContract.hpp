@@ -93,6 +93,16 @@
 //                     multiplies from memory (a thread that streams the
 //                     weights itself: the host's decode fragment)
 //
+// Weights packed in panels (optional, with weights_in_place)
+//   template <class Scalar> static constexpr PanelLayout panel_layout()
+//                     columns > 0: the layer packs each expert's weights of
+//                     Scalar once into panels of that many columns
+//                     (KokkosMoE_WeightPanels.hpp), and each InPlaceWeights
+//                     the kernels pass points into them: `first` at the
+//                     item's first column and the step's first k, `ld` the
+//                     elements from one panel to the next; columns 0: the
+//                     weights as they are
+//
 // Tiles loaded by the fragment (optional, one-thread teams)
 //   static constexpr bool loads_rows  true: the loader first offers each
 //                     tile to load_rows(tile, height, rows, cols, row_at)
@@ -268,12 +278,46 @@ struct is_fragment : std::integral_constant<bool, fragment_contract::holds<F, Sc
 // rows are loaded and stored; the others are not loaded (they hold
 // anything): the fragment neither multiplies them into stored outputs nor
 // hands their outputs to store.
+// (Where the fragment packs the weights, panel_layout: `first` and `ld`
+// address the panels instead.)
 template <class Scalar>
 struct InPlaceWeights {
   const Scalar* first;
   std::int64_t ld;
   int rows, depth, tokens;
 };
+
+// Panels of packed weights (panel_layout): `columns` weight rows (output
+// columns) side by side, k_group consecutive k of a column adjacent; the
+// element (n, k) of a panel K deep (K a multiple of k_group) at
+// (k / k_group) * columns * k_group + n * k_group + k % k_group.
+struct PanelLayout {
+  int columns = 0;  // 0: not packed
+  int k_group = 1;
+  KOKKOS_INLINE_FUNCTION constexpr std::int64_t offset(int n, std::int64_t k) const {
+    return (k / k_group) * columns * k_group + n * k_group + k % k_group;
+  }
+  // K rounded up to whole groups.
+  KOKKOS_INLINE_FUNCTION constexpr std::int64_t depth(std::int64_t k) const {
+    return (k + k_group - 1) / k_group * k_group;
+  }
+};
+namespace fragment_contract {
+template <class F, class Scalar>
+using panel_layout = decltype(F::template panel_layout<Scalar>());
+}  // namespace fragment_contract
+// The panels Frag packs weights of Scalar into: its optional panel_layout,
+// else none (columns 0); never block-scaled weights (dequantised as they
+// load).
+template <class Frag, class Scalar>
+constexpr PanelLayout panel_layout_of() {
+  if constexpr (fragment_contract::has<fragment_contract::panel_layout, Frag, Scalar> &&
+                !is_block_scaled<Scalar>::value)
+    return Frag::template panel_layout<Scalar>();
+  else return PanelLayout{};
+}
+template <class Frag, class Scalar>
+constexpr bool packs_weights = panel_layout_of<Frag, Scalar>().columns > 0;
 
 // An optional bool constant of a fragment: Flag<Frag>'s value where Frag
 // has it, else false.

@@ -5,6 +5,7 @@
 #define KOKKOSMOE_TESTFRAGMENT_HPP
 
 #include "KokkosMoE_FragmentContract.hpp"
+#include "KokkosMoE_WeightPanels.hpp"
 #include "TestRandom.hpp"
 
 #include <Kokkos_Core.hpp>
@@ -28,7 +29,8 @@ struct TileShare {
 
 // c += a b^T through the fragment of (Space, Scalar), from global memory via
 // scratch tiles, or where in_place, with b read where it lies in memory
-// (bs, in Scalar: the fragments with weights_in_place); a and b hold
+// (bs, in Scalar: the fragments with weights_in_place; packed into the
+// fragment's panels where it takes them, panel_layout); a and b hold
 // values representable in Scalar. Fragments that load tiles themselves
 // (loads_rows) load a from as. (A free function: CUDA lambdas cannot live
 // in a test body, a private member.)
@@ -37,6 +39,14 @@ void fragment_mma(const View& a, const View& b, const ScalarView& as, const Scal
                   const View& c, int team_size, bool in_place, TileShare share) {
   using policy = Kokkos::TeamPolicy<Space, typename frag::launch_bounds>;
   const int M = frag::tile_m, N = frag::tile_n, K = frag::tile_k;
+  constexpr Impl::PanelLayout layout = Impl::panel_layout_of<frag, Scalar>();
+  Kokkos::View<const Scalar***, Kokkos::LayoutRight, typename Space::memory_space> panels;
+  if constexpr (layout.columns > 0)
+    panels = Impl::pack_panels<Space, Scalar>(
+        Space(),
+        Kokkos::View<const Scalar***, Kokkos::LayoutRight, typename Space::memory_space>(bs.data(),
+                                                                                         1, N, K),
+        layout, "panels");
   const std::size_t bytes = frag::operand_bytes(M) + frag::operand_bytes(N) +
                             frag::accumulator_bytes();
   Kokkos::parallel_for(
@@ -47,9 +57,10 @@ void fragment_mma(const View& a, const View& b, const ScalarView& as, const Scal
         // Captured here: nvcc's extended lambdas cannot first capture a
         // variable inside a constexpr-if.
         const ScalarView tokens = as, weights = bs;
+        const auto packed = panels;
         const TileShare part = share;
         const bool read_in_place = in_place;
-        (void)tokens, (void)weights;  // unused where the fragment has neither
+        (void)tokens, (void)weights, (void)packed;  // unused where the fragment has neither
         bool loaded = false;
         if constexpr (Impl::loads_rows<frag>)
           loaded = frag::load_rows(at, M, part.tokens, part.depth,
@@ -68,8 +79,12 @@ void fragment_mma(const View& a, const View& b, const ScalarView& as, const Scal
         // Twice: accumulation carries over.
         if constexpr (Impl::reads_weights_in_place<frag, Scalar>) {
           if (read_in_place) {
-            const Impl::InPlaceWeights<Scalar> w{&weights(0, 0), K, part.rows, part.depth,
-                                                 part.tokens};
+            const Impl::InPlaceWeights<Scalar> w =
+                layout.columns > 0
+                    ? Impl::InPlaceWeights<Scalar>{&packed(0, 0, 0), std::int64_t(packed.extent(2)),
+                                                   part.rows, part.depth, part.tokens}
+                    : Impl::InPlaceWeights<Scalar>{&weights(0, 0), K, part.rows, part.depth,
+                                                   part.tokens};
             frag::mma_nt(m, at, w, cs);
             frag::mma_nt(m, at, w, cs);
           }

@@ -353,4 +353,36 @@ TYPED_TEST(EXPERTMLP_SUITE, FragmentMultiplyAccumulate) {
   expect_fragment_mma<Space, T, Impl::DownFragment<Space, TypeParam, TileSize::large>>();
   expect_fragment_mma<Space, T, Impl::DownFragment<Space, TypeParam, TileSize::medium>>();
 }
+
+// Packed panels hold each weight at its layout's offset and zeros past the
+// matrix's columns and depth (N and K not multiples of the panel's), for
+// single k and pairs of k.
+TYPED_TEST(EXPERTMLP_SUITE, PanelsHoldEachWeightAtItsOffset) {
+  if constexpr (!is_block_scaled<TypeParam>::value) {
+    constexpr int E = 2, N = 19, K = 7;
+    Kokkos::View<TypeParam***, Kokkos::LayoutRight, typename Space::memory_space> w("w", E, N, K);
+    fill_uniform(w, -1, 1, 5);
+    const auto want = to_double(w);
+    for (const Impl::PanelLayout layout :
+         {Impl::PanelLayout{16, 1}, Impl::PanelLayout{8, 2}, Impl::PanelLayout{4, 1}}) {
+      SCOPED_TRACE(std::to_string(layout.columns) + " columns, k by " +
+                   std::to_string(layout.k_group));
+      const auto panels = Impl::pack_panels<Space, TypeParam>(Space(), w, layout, "panels");
+      const int count = (N + layout.columns - 1) / layout.columns;
+      ASSERT_EQ(panels.extent_int(1), count);
+      ASSERT_EQ(std::int64_t(panels.extent(2)), layout.depth(K) * layout.columns);
+      EXPECT_EQ(panels.span(), Impl::panel_elements(layout, E, N, K));
+      const auto got = to_double(panels);
+      for (int e = 0; e < E; ++e)
+        for (int n = 0; n < count * layout.columns; ++n)
+          for (int k = 0; k < layout.depth(K); ++k) {
+            const double value =
+                got[(std::size_t(e) * count + n / layout.columns) * panels.extent(2) +
+                    layout.offset(n % layout.columns, k)];
+            EXPECT_EQ(value, n < N && k < K ? want[(e * N + n) * K + k] : 0.0)
+                << "expert " << e << ", column " << n << ", k " << k;
+          }
+    }
+  }
+}
 }  // namespace

@@ -46,6 +46,12 @@ class Layer {
   using const_weights_view = Kokkos::View<const float**, Kokkos::LayoutRight, memory_space>;
 
   // Validates the configuration and the weights' extents (std::invalid_argument).
+  // The layer reads the weights where they are, except on the host backends
+  // of builds without a GPU backend: their first batch of at least 8 rows
+  // per expert (prefill shapes) packs the expert weights into panels, a
+  // copy of about their size that the layer keeps and multiplies from then
+  // on (decode reads them where they are, and never makes it). Write the
+  // weights before that batch, or make a new layer.
   Layer(const Config& config, const weights_type& weights,
         const execution_space& exec = execution_space());
   // A layer owns its buffers (plan, h, outputs: a copy would share them but

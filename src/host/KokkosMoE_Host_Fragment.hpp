@@ -9,15 +9,15 @@
 //
 // Two shapes:
 //   HostPanelFragment (medium and large tiles: prefill, 16 and 32 token
-//     rows) holds the token tile k-major, a[k][m] (transposed in registers
-//     as it loads: load_rows); weights are b[n][k]. A register block of NB
-//     columns by two vectors of rows accumulates c[n][m..] += b[n][k] *
-//     a[k][m..]: one broadcast weight times a vector of tokens, 2 NB
-//     independent FMAs per k. The weights are read in place, a vector
-//     of k of each of the block's rows at a time, over K steps of 128 (e4m3
-//     weights from the tiles in scratch the loader dequantises them into);
-//     bfloat16 weights with AVX-512 BF16 as pairs of k, the token tile
-//     converted to pairs once per step (PairTile).
+//     rows) holds the token tile as in memory, a[m][k], and reads the
+//     weights from panels the layer packs them into once (panel_layout: a
+//     vector of columns per k, contiguous). A register block of MB token
+//     rows by NB vectors of columns accumulates c[m][n..] += a[m][k] *
+//     b[k][n..]: one broadcast token value times a vector of weights, MB NB
+//     independent FMAs per k, over K steps of 256 (e4m3 weights from k-major
+//     tiles in scratch the loader dequantises them into); bfloat16 weights
+//     with AVX-512 BF16 as pairs of k, the token tile converted to pairs
+//     once per step (PairTile).
 //   HostDotFragment (small tiles: decode, up to 8 tokens per expert) holds
 //     the token tile as in memory, [row][k], K steps of 4096 deep, reads the
 //     weights where they lie in memory (weights_in_place: no copy into
@@ -27,8 +27,8 @@
 //     partial sums, added up once when stored: one multiply-add per vector
 //     of weights and token, only for the tokens the tile holds, so that
 //     reading the weights stays the limit.
-// The token tile's layout is what distinguishes an operand tile of the
-// panel fragment: it has tile_m rows, a weight tile tile_n (never equal).
+// The panel fragment tells its token tiles (tile_m rows) from its weight
+// tiles (tile_n rows; never equal) by their rows.
 #ifndef KOKKOSMOE_HOST_FRAGMENT_HPP
 #define KOKKOSMOE_HOST_FRAGMENT_HPP
 
@@ -48,13 +48,11 @@
 namespace KokkosMoE {
 namespace Impl {
 
-// Weights a register block will read next, requested while the block
-// before it multiplies: into L2, or non-temporally (prefetchnta), as a
-// tile's weights are read once. Prefill takes prefetchnta (against L2,
-// 0.93-1.05x the time at its points on Zen 4, 0.83-1.04x on Zen 5);
-// decode the CPU's hint (host_tuning()), as a template argument chosen
-// before the loops (read in the loop, the branch made one bf16 token 1.25x
-// slower on Zen 4).
+// Weights a decode register block will read next, requested while the
+// block before it multiplies: into L2, or non-temporally (prefetchnta), as
+// a tile's weights are read once: the CPU's hint (host_tuning()), as a
+// template argument chosen before the loops (read in the loop, the branch
+// made one bf16 token 1.25x slower on Zen 4).
 template <bool NonTemporal>
 inline void prefetch_weights(const void* p) {
   __builtin_prefetch(p, 0, NonTemporal ? 0 : 2);
@@ -156,153 +154,126 @@ struct HostFragmentBase {
  public:
 };
 
-// Token tiles of 16 and 32 rows read their weights in place, K steps of
-// 128 (level-1 scratch: the 32-row token tile is 16 KiB), each register
-// block's rows prefetched while the block before it multiplies (16-row
-// tiles, one vector of tokens a block, took 1.16x the time of weight tiles
-// in scratch before that prefetch, 0.77x with it, at DeepSeek-V3 / 16 with
-// 512 tokens, whose experts get 16 rows on average).
+// Token tiles of 16 and 32 rows (K steps of 256: with 128, the K of 160-448
+// of the prefill points took 1.01-1.05x the time in short second steps;
+// level-1 scratch: the 32-row token tile is 32 KiB) multiplied with the
+// weights' panels
+// (panel_layout: packed once by the layer, KokkosMoE_WeightPanels.hpp):
+// each register block takes, per k, one vector of each of its panels'
+// columns, contiguous in memory, and one broadcast token value per row,
+// so that its columns fill whole vectors whatever the rows per expert.
 template <class ExecutionSpace, int TileM, int TileN>
 struct HostPanelFragment
-    : HostFragmentBase<HostPanelFragment<ExecutionSpace, TileM, TileN>, ExecutionSpace, 128, 1> {
-  using base = HostFragmentBase<HostPanelFragment, ExecutionSpace, 128, 1>;
+    : HostFragmentBase<HostPanelFragment<ExecutionSpace, TileM, TileN>, ExecutionSpace, 256, 1> {
+  using base = HostFragmentBase<HostPanelFragment, ExecutionSpace, 256, 1>;
   using typename base::tile;
   static constexpr int tile_m = TileM, tile_n = TileN, tile_k = base::tile_k;
   static_assert(tile_m != tile_n, "token and weight tiles are told apart by their rows");
-  // The token tile is k-major: a row's k are not adjacent.
+  static constexpr int lanes = host_vector::lanes;
+  static_assert(tile_n % lanes == 0 && tile_k % (2 * lanes) == 0, "whole vectors");
+  // Token tiles are row-major, [m][k], as their rows lie in memory; weight
+  // tiles (e4m3 weights, which the loader dequantises into scratch) k-major,
+  // [k][n], as in a panel: not k-contiguous.
   static constexpr bool k_contiguous = false;
   struct accumulator_type {
-    alignas(64) float v[tile_n * tile_m];  // [n][m]
+    alignas(64) float v[tile_m * tile_n];  // [m][n]
     int rows = tile_m;                     // the token rows stored (InPlaceWeights::tokens)
   };
-  // Weights multiplied where they lie (InPlaceWeights): no copy of each
-  // step's weight tile into scratch, and a block's accumulators loaded and
-  // stored once per 128 k. (e4m3 weights, which the loader dequantises,
-  // come as weight tiles in scratch: multiply.)
+  // Weights read where they lie, in their panels: no copy into scratch per
+  // step. (e4m3 weights come as weight tiles in scratch: multiply.)
   static constexpr bool weights_in_place = true;
+  // Panels one vector wide; bfloat16 as pairs of k where the build has
+  // AVX-512 BF16 (vdpbf16ps takes a vector of pairs).
+  template <class Scalar>
+  static constexpr PanelLayout panel_layout() {
+#ifdef KOKKOSMOE_HOST_BF16_PAIRS
+    if constexpr (std::is_same<Scalar, bfloat16>::value) return PanelLayout{lanes, 2};
+#endif
+    return PanelLayout{lanes, 1};
+  }
 
-  static constexpr int lanes = host_vector::lanes;
-  // Register blocks of MB token vectors by NB columns: MB * NB
-  // accumulators, MB token vectors and a broadcast within the 32 (AVX-512)
-  // or 16 registers; per k, MB + NB loads for MB * NB multiply-adds. With
-  // 16 registers, blocks of 16 tokens by 6 columns (12 accumulators): with
-  // all 4 token vectors of 32 rows by 2 columns, GCC reloads the token
-  // vectors as memory operands, 1.25 loads per multiply-add, and the loads
-  // bound it.
-  static constexpr int MB = tile_m / lanes < 2 ? tile_m / lanes : 2;
-  static constexpr int NB = lanes == 16 ? 8 : 6;
-  static_assert(tile_m % (MB * lanes) == 0, "whole register blocks of tokens");
+  // Register blocks of MB token rows by NB vectors of columns: MB NB
+  // accumulators, NB weight vectors and a broadcast token within the 32
+  // (AVX-512) or 16 registers; per k, NB + MB loads for MB NB multiply-adds.
+  static constexpr int MB = 6;
+  static constexpr int NB = lanes == 16 ? 4 : 2;
 
   static float* element(const tile& t, int r, int c) {
-    return t.extent_int(0) == tile_m ? t.data() + c * tile_m + r : t.data() + r * tile_k + c;
+    return t.extent_int(0) == tile_m ? t.data() + r * tile_k + c : t.data() + c * tile_n + r;
   }
-  // The token tile by blocks of `lanes` rows by `lanes` k, each row's run
-  // widened as a vector and the block transposed in registers (element by
-  // element, the transposition took about a seventh of gate/up's time);
-  // weight tiles (row-major) are left to the loader.
+  // The token tile row by row, widened a vector at a time, zeros past
+  // `cols` (the pairs' conversion reads whole vectors of k); weight tiles
+  // are left to the loader.
   static constexpr bool loads_rows = true;
   template <class RowAt>
   static bool load_rows(const tile& t, int height, int rows, int cols, const RowAt& row_at) {
     if constexpr (!std::is_pointer<decltype(row_at(0))>::value) {
       return false;
     } else {
-      if (t.extent_int(0) != tile_m) return false;
       using namespace host_vector;
-      float* __restrict a = t.data();
-      for (int r0 = 0; r0 < height; r0 += lanes)
-        for (int c0 = 0; c0 < tile_k; c0 += lanes) {
-          const int n = cols - c0 < lanes ? cols - c0 : lanes;
-          vfloat v[lanes];
-#pragma GCC unroll 16
-          for (int r = 0; r < lanes; ++r) {
-            if (r0 + r >= rows || n <= 0) v[r] = broadcast(0.0f);
-            else if (n == lanes) v[r] = widen(row_at(r0 + r) + c0);
-            else v[r] = widen_first(row_at(r0 + r) + c0, n);
-          }
-          transpose(v);
-#pragma GCC unroll 16
-          for (int c = 0; c < lanes; ++c) host_vector::store(a + (c0 + c) * tile_m + r0, v[c]);
+      if (t.extent_int(0) != tile_m) return false;
+      for (int r = 0; r < height; ++r) {
+        float* __restrict a = t.data() + r * tile_k;
+        int c = 0;
+        if (r < rows) {
+          const auto src = row_at(r);
+          for (; c + lanes <= cols; c += lanes) host_vector::store(a + c, widen(src + c));
+          if (c < cols) host_vector::store(a + c, widen_first(src + c, cols - c)), c += lanes;
         }
+        for (; c < tile_k; c += lanes) host_vector::store(a + c, broadcast(0.0f));
+      }
       return true;
     }
   }
-  // The products row by row, [m][n], as the stores take them: the
-  // accumulators' [n][m] transposed by blocks of lanes x lanes in registers
-  // (gathered element by element into each run, they took about a tenth of
-  // the kernels' time at K = 160-256).
-  struct rows_type {
-    alignas(64) float v[tile_m * tile_n];
-    int rows;
-  };
-  static rows_type by_rows(const accumulator_type& acc) {
-    using namespace host_vector;
-    rows_type out;
-    out.rows = acc.rows;
-    for (int m0 = 0; m0 < acc.rows; m0 += lanes)
-      for (int n0 = 0; n0 < tile_n; n0 += lanes) {
-        vfloat v[lanes];
-#pragma GCC unroll 16
-        for (int j = 0; j < lanes; ++j) v[j] = load(acc.v + (n0 + j) * tile_m + m0);
-        transpose(v);
-#pragma GCC unroll 16
-        for (int i = 0; i < lanes; ++i) host_vector::store(out.v + (m0 + i) * tile_n + n0, v[i]);
-      }
-    return out;
-  }
-  static int rows_of(const rows_type& r) { return r.rows; }
+  static int rows_of(const accumulator_type& acc) { return acc.rows; }
   template <int R>
-  static ColumnRun<R> run(const rows_type& r, int m, int n) {
+  static ColumnRun<R> run(const accumulator_type& acc, int m, int n) {
     ColumnRun<R> out;
-    std::memcpy(out.v, r.v + m * tile_n + n, sizeof out.v);
+    std::memcpy(out.v, acc.v + m * tile_n + n, sizeof out.v);
     return out;
-  }
-  // The base's stores, from the accumulators by rows.
-  template <int Width, class Member, class F, class... Acc>
-  static void store(const Member& m, const F& f, const Acc&... acc) {
-    base::template store<Width>(m, f, by_rows(acc)...);
   }
 
-  // c[n][m] += sum_k b[n][k] a[k][m] over the tile: a [tile_k][tile_m],
-  // b [tile_n][tile_k], c [tile_n][tile_m]; blocks of NB columns, the last
-  // one narrower where NB does not divide tile_n (b: a weight tile the
-  // loader dequantised into scratch).
-  static void multiply(const float* __restrict a, const float* __restrict b, float* __restrict c) {
-    constexpr int whole = tile_n / NB * NB;
-    for (int m0 = 0; m0 < tile_m; m0 += MB * lanes) {
-      for (int n0 = 0; n0 < whole; n0 += NB) multiply_block<NB>(a, b, c, m0, n0);
-      if constexpr (whole < tile_n) multiply_block<tile_n - whole>(a, b, c, m0, whole);
+  // Vector j of a block's columns at its k-th k: first + j vector_stride
+  // + k k_stride (panels: ld and lanes; a k-major weight tile: lanes and
+  // tile_n).
+  template <class Scalar>
+  struct Columns {
+    const Scalar* first;
+    std::int64_t vector_stride;
+    int k_stride;
+    Columns from(int j) const {
+      return Columns{first + j * vector_stride, vector_stride, k_stride};
     }
+  };
+
+  // c[m][n] += sum_k a[m][k] b[k][n] over the tile, b a weight tile the
+  // loader dequantised into scratch (every row of a; b zero past its
+  // columns and depth).
+  static void multiply(const float* __restrict a, const float* __restrict b, float* __restrict c) {
+    multiply_blocks(a, Columns<float>{b, lanes, tile_n}, c, tile_m, tile_n / lanes, tile_k);
   }
-  // c[n][m] += sum_k b[n][k] a[k][m], the weights read where they lie
-  // (InPlaceWeights): b.rows rows, b.depth deep, the blocks of token rows
-  // that hold b.tokens rows.
-  // (Tokens: the token tile, float, or its bfloat16 pairs: PairTile.)
-  template <class Tokens, class Scalar>
-  static void multiply_in_place(const Tokens& a, const InPlaceWeights<Scalar>& b,
+  // The same from the weights' panels (InPlaceWeights: b.first the step's
+  // first k of the item's first panel, ld from one panel to the next), the
+  // rows of a that hold b.tokens token rows, the vectors of columns that
+  // hold b.rows weight rows.
+  template <class Scalar>
+  static void multiply_in_place(const float* a, const InPlaceWeights<Scalar>& b,
                                 accumulator_type& acc) {
     acc.rows = b.tokens < tile_m ? b.tokens : tile_m;
     const int rows = b.rows < tile_n ? b.rows : tile_n;
-    for (int m0 = 0; m0 < acc.rows; m0 += MB * lanes)
-      for (int n0 = 0; n0 < rows; n0 += NB) {
-        // The block after this one, whose rows are fetched while this one
-        // multiplies (the last block's: the first block's, for the next
-        // block of token rows).
-        const int next = n0 + NB < rows ? n0 + NB : m0 + MB * lanes < acc.rows ? 0 : rows;
-        multiply_rows(a, b, acc.v, m0, acc.rows - m0, n0, rows - n0 < NB ? rows - n0 : NB, next,
-                      rows - next < NB ? rows - next : NB);
-      }
+    multiply_blocks(a, Columns<Scalar>{b.first, b.ld, lanes}, acc.v, acc.rows,
+                    (rows + lanes - 1) / lanes, b.depth);
   }
 
 #ifdef KOKKOSMOE_HOST_BF16_PAIRS
-  // bfloat16 weights with AVX-512 BF16: the token tile as pairs of k (each
-  // 32-bit lane a token row's k and k + 1; exact, the tile's floats being
-  // bfloat16 values), converted once per step for all the weights it
-  // meets, and multiplied by vdpbf16ps with a pair of weights broadcast
-  // straight from the row: per two k, one broadcast load a weight row and
-  // one instruction a block's accumulator, where floats take two broadcasts
-  // of weights widened into a buffer and two multiply-adds.
+  // bfloat16 weights with AVX-512 BF16: the token tile as pairs of k
+  // ([m][k / 2], each 32-bit lane a row's k and k + 1; exact, the tile's
+  // floats being bfloat16 values), converted once per step for all the
+  // weights it meets, a pair broadcast per row and k / 2 and multiplied by
+  // vdpbf16ps with a vector of the panel's pairs: per two k, one
+  // instruction a block's accumulator, where floats take two.
   struct PairTile {
-    alignas(64) std::uint32_t v[tile_k / 2 * tile_m];  // [k / 2][m]
+    alignas(64) std::uint32_t v[tile_m * tile_k / 2];  // [m][k / 2]
   };
   template <class Member, class... Pairs>
   static void mma_nt(const Member& member, const tile& a, Pairs&&... b_acc) {
@@ -317,6 +288,78 @@ struct HostPanelFragment
 #endif
 
  private:
+  // The blocks of rows [0, rows) of a by `vectors` vectors of columns
+  // (the last blocks narrower or shorter where NB or MB do not divide).
+  template <class Tokens, class Scalar>
+  static void multiply_blocks(const Tokens& a, const Columns<Scalar>& b, float* __restrict c,
+                              int rows, int vectors, int depth) {
+    int j0 = 0;
+    for (; j0 + NB <= vectors; j0 += NB) row_blocks<NB>(a, b.from(j0), c + j0 * lanes, rows, depth);
+    if (j0 < vectors)
+      narrow_blocks<NB - 1>(a, b.from(j0), c + j0 * lanes, rows, vectors - j0, depth);
+  }
+  template <int N, class Tokens, class Scalar>
+  static void narrow_blocks(const Tokens& a, const Columns<Scalar>& b, float* __restrict c,
+                            int rows, int vectors, int depth) {
+    if constexpr (N > 1)
+      if (vectors < N) return narrow_blocks<N - 1>(a, b, c, rows, vectors, depth);
+    row_blocks<N>(a, b, c, rows, depth);
+  }
+  template <int N, class Tokens, class Scalar>
+  static void row_blocks(const Tokens& a, const Columns<Scalar>& b, float* __restrict c, int rows,
+                         int depth) {
+    int m0 = 0;
+    for (; m0 + MB <= rows; m0 += MB) multiply_block<MB, N>(a, m0, b, c + m0 * tile_n, depth);
+    if (m0 < rows) short_block<MB - 1, N>(a, m0, b, c + m0 * tile_n, rows - m0, depth);
+  }
+  template <int M, int N, class Tokens, class Scalar>
+  static void short_block(const Tokens& a, int m0, const Columns<Scalar>& b, float* __restrict c,
+                          int rows, int depth) {
+    if constexpr (M > 1)
+      if (rows < M) return short_block<M - 1, N>(a, m0, b, c, rows, depth);
+    multiply_block<M, N>(a, m0, b, c, depth);
+  }
+
+  template <int M, int N>
+  static void load_block(host_vector::vfloat (&block)[M][N], const float* __restrict c) {
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < N; ++j) block[i][j] = host_vector::load(c + i * tile_n + j * lanes);
+  }
+  template <int M, int N>
+  static void store_block(const host_vector::vfloat (&block)[M][N], float* __restrict c) {
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < N; ++j) host_vector::store(c + i * tile_n + j * lanes, block[i][j]);
+  }
+  // Rows [m0, m0 + M) of the token tile a by N vectors of columns of b,
+  // into c (row m0, the block's first column), over `depth` k.
+  template <int M, int N, class Scalar>
+  static void multiply_block(const float* __restrict a, int m0, const Columns<Scalar>& b,
+                             float* __restrict c, int depth) {
+    using namespace host_vector;
+    vfloat block[M][N];
+    load_block(block, c);
+    const Scalar* col[N];
+#pragma GCC unroll 4
+    for (int j = 0; j < N; ++j) col[j] = b.first + j * b.vector_stride;
+    const float* row = a + m0 * tile_k;
+    for (int k = 0; k < depth; ++k) {
+      vfloat w[N];
+#pragma GCC unroll 4
+      for (int j = 0; j < N; ++j) w[j] = widen(col[j] + k * b.k_stride);
+#pragma GCC unroll 8
+      for (int i = 0; i < M; ++i) {
+        const vfloat t = broadcast(row[i * tile_k + k]);
+#pragma GCC unroll 4
+        for (int j = 0; j < N; ++j) block[i][j] = host_vector::fma(w[j], t, block[i][j]);
+      }
+    }
+    store_block(block, c);
+  }
+
 #ifdef KOKKOSMOE_HOST_BF16_PAIRS
   // Whether every (weights, accumulator) pair takes bfloat16 weights in place.
   template <class... Pairs>
@@ -334,190 +377,49 @@ struct HostPanelFragment
   template <class Acc, class... Rest>
   static void multiply_pair_tile(const PairTile& a, const InPlaceWeights<bfloat16>& b, Acc& acc,
                                  Rest&&... rest) {
-    multiply_in_place(a, b, acc);
+    acc.rows = b.tokens < tile_m ? b.tokens : tile_m;
+    const int rows = b.rows < tile_n ? b.rows : tile_n;
+    multiply_blocks(a, Columns<bfloat16>{b.first, b.ld, 2 * lanes}, acc.v, acc.rows,
+                    (rows + lanes - 1) / lanes, b.depth);
     multiply_pair_tile(a, rest...);
   }
-  // The step's k (b.depth; past an odd depth, a zero) of the vectors of
-  // token rows the multiplies read (those that hold b.tokens rows) as pairs.
+  // The step's k of the rows that hold b.tokens token rows, as pairs (the
+  // tile is zero past the step's depth: an odd depth's last k meets a zero).
   static void to_pair_tile(const float* __restrict a, const InPlaceWeights<bfloat16>& b,
                            PairTile& p) {
     using namespace host_vector;
-    const int depth = b.depth;
-    const int rows = b.tokens < tile_m ? (b.tokens + lanes - 1) / lanes * lanes : tile_m;
-    for (int q = 0; 2 * q < depth; ++q)
-#pragma GCC unroll 2
-      for (int m = 0; m < rows; m += lanes) {
-        const vfloat k0 = load(a + 2 * q * tile_m + m);
-        const vfloat k1 = 2 * q + 1 < depth ? load(a + (2 * q + 1) * tile_m + m) : broadcast(0.0f);
-        const vpairs v = interleave_pairs(k0, k1);
-        std::memcpy(p.v + q * tile_m + m, &v, sizeof v);
+    const int rows = b.tokens < tile_m ? b.tokens : tile_m;
+    for (int m = 0; m < rows; ++m)
+      for (int k = 0; k < b.depth; k += 2 * lanes) {
+        const vpairs v = to_pairs(a + m * tile_k + k);
+        std::memcpy(p.v + m * (tile_k / 2) + k / 2, &v, sizeof v);
       }
   }
-#endif
-  // A block of the token rows from m0 (`left` of them in the tile): only
-  // as many token vectors as hold rows, and with AVX-512 a half vector
-  // where at most 8 are left (an expert's last rows: at 16 rows per
-  // expert, 0.70 of the lanes of whole vectors held rows).
-  template <class Tokens, class Scalar>
-  static void multiply_rows(const Tokens& a, const InPlaceWeights<Scalar>& b, float* __restrict c,
-                            int m0, int left, int n0, int used, int next, int following) {
+  // The same block from the token tile's pairs, two k a multiply-add
+  // (b's k_stride: the 2 lanes bfloat16 of a panel's pair of k).
+  template <int M, int N>
+  static void multiply_block(const PairTile& a, int m0, const Columns<bfloat16>& b,
+                             float* __restrict c, int depth) {
     using namespace host_vector;
-#ifdef KOKKOSMOE_HOST_HALF_VECTORS
-    if (left <= Half::width)
-      return multiply_block_in_place<Half, 1>(a, b, c, m0, n0, used, next, following);
-#endif
-    if constexpr (MB > 1)
-      if (left <= lanes)
-        return multiply_block_in_place<Full, 1>(a, b, c, m0, n0, used, next, following);
-    multiply_block_in_place<Full, MB>(a, b, c, m0, n0, used, next, following);
-  }
-  // n k's multiply-adds into a register block of M token vectors of V
-  // (host_vector::Full or Half): `tokens` the first k's token rows from the
-  // block's first, weight(j, kk) the weight of column j at the kk-th k.
-  template <class V, int N, int M, class Weight>
-  __attribute__((always_inline)) static void multiply_chunk(typename V::type (&block)[N][M],
-                                                            const float* __restrict tokens, int n,
-                                                            const Weight& weight) {
-    using vec = typename V::type;
-    for (int kk = 0; kk < n; ++kk) {
-      vec t[M];
+    vfloat block[M][N];
+    load_block(block, c);
+    const bfloat16* col[N];
 #pragma GCC unroll 4
-      for (int i = 0; i < M; ++i) t[i] = V::load(tokens + kk * tile_m + i * V::width);
-#pragma GCC unroll 16
-      for (int j = 0; j < N; ++j) {
-        const vec v = V::broadcast(weight(j, kk));
+    for (int j = 0; j < N; ++j) col[j] = b.first + j * b.vector_stride;
+    const std::uint32_t* row = a.v + m0 * (tile_k / 2);
+    const int pairs = (depth + 1) / 2;
+    for (int q = 0; q < pairs; ++q) {
+      vpairs w[N];
 #pragma GCC unroll 4
-        for (int i = 0; i < M; ++i) block[j][i] = V::fma(v, t[i], block[j][i]);
+      for (int j = 0; j < N; ++j) w[j] = load_pairs(col[j] + q * b.k_stride);
+#pragma GCC unroll 8
+      for (int i = 0; i < M; ++i) {
+        const vpairs t = broadcast_pair(row[i * (tile_k / 2) + q]);
+#pragma GCC unroll 4
+        for (int j = 0; j < N; ++j) block[i][j] = dot_pairs(w[j], t, block[i][j]);
       }
     }
-  }
-  // The block of columns [n0, n0 + N) and token rows [m0, m0 + MB lanes).
-  template <int N>
-  static void multiply_block(const float* __restrict a, const float* __restrict b,
-                             float* __restrict c, int m0, int n0) {
-    using namespace host_vector;
-    vfloat block[N][MB];
-#pragma GCC unroll 16
-    for (int j = 0; j < N; ++j)
-#pragma GCC unroll 4
-      for (int i = 0; i < MB; ++i) block[j][i] = load(c + (n0 + j) * tile_m + m0 + i * lanes);
-    multiply_chunk<Full>(block, a + m0, tile_k,
-                         [&](int j, int k) { return b[(n0 + j) * tile_k + k]; });
-#pragma GCC unroll 16
-    for (int j = 0; j < N; ++j)
-#pragma GCC unroll 4
-      for (int i = 0; i < MB; ++i)
-        host_vector::store(c + (n0 + j) * tile_m + m0 + i * lanes, block[j][i]);
-  }
-  // A register block's weight rows from column n0 (those past `used`
-  // repeating the last one, whose products are not stored) and its
-  // accumulators, loaded from c (zeros past `used`: they may lie past the
-  // tile) and stored back.
-  template <class Scalar>
-  static void block_rows(const InPlaceWeights<Scalar>& b, int n0, int used,
-                         const Scalar* (&row)[NB]) {
-#pragma GCC unroll 16
-    for (int j = 0; j < NB; ++j) row[j] = b.first + (n0 + (j < used ? j : used - 1)) * b.ld;
-  }
-  template <class V, int M>
-  static void load_block(typename V::type (&block)[NB][M], const float* __restrict c, int m0,
-                         int n0, int used) {
-#pragma GCC unroll 16
-    for (int j = 0; j < NB; ++j)
-#pragma GCC unroll 4
-      for (int i = 0; i < M; ++i)
-        block[j][i] = j < used ? V::load(c + (n0 + j) * tile_m + m0 + i * V::width)
-                               : V::broadcast(0.0f);
-  }
-  template <class V, int M>
-  static void store_block(const typename V::type (&block)[NB][M], float* __restrict c, int m0,
-                          int n0, int used) {
-#pragma GCC unroll 16
-    for (int j = 0; j < used; ++j)
-#pragma GCC unroll 4
-      for (int i = 0; i < M; ++i) V::store(c + (n0 + j) * tile_m + m0 + i * V::width, block[j][i]);
-  }
-  // The block of columns [n0, n0 + used) (NB accumulated, the rows past
-  // `used` repeating the last one, neither loaded from c nor stored: they
-  // may lie past the tile) over the step's depth, by chunks of `lanes` k.
-  // The `following` rows from `next` on are prefetched as it goes,
-  // a cache line of each per 64 bytes of k: each block's rows start a new
-  // stream of each row, H apart, whose first lines the hardware prefetcher
-  // does not fetch ahead of the multiplies. (Into L1, or two blocks ahead,
-  // the prefill points took 2-10 % longer.)
-  template <class V, int M, class Scalar>
-  static void multiply_block_in_place(const float* __restrict a, const InPlaceWeights<Scalar>& b,
-                                      float* __restrict c, int m0, int n0, int used, int next,
-                                      int following) {
-    using namespace host_vector;
-    constexpr int N = NB;
-    constexpr int line = 64 / sizeof(Scalar);  // k a cache line
-    const Scalar* row[N];
-    block_rows(b, n0, used, row);
-    const Scalar* ahead = b.first + next * b.ld;
-    typename V::type block[N][M];
-    load_block<V>(block, c, m0, n0, used);
-    alignas(64) float w[N][lanes];
-    for (int k0 = 0; k0 < b.depth; k0 += lanes) {
-      const int n = b.depth - k0 < lanes ? b.depth - k0 : lanes;
-      if (k0 % line == 0)
-        for (int j = 0; j < following; ++j) prefetch_weights<true>(ahead + j * b.ld + k0);
-      // Float weights broadcast from their rows, 16-bit ones (and the last
-      // k of a step, fewer than a chunk) from a buffer they are widened
-      // into (float weights through it took 5-8 % longer).
-      if constexpr (std::is_same<Scalar, float>::value) {
-        if (n == lanes) {
-          multiply_chunk<V>(block, a + k0 * tile_m + m0, lanes,
-                            [&](int j, int kk) { return row[j][k0 + kk]; });
-          continue;
-        }
-      }
-      if (n == lanes) {
-#pragma GCC unroll 16
-        for (int j = 0; j < N; ++j) host_vector::store(w[j], widen(row[j] + k0));
-      } else {
-#pragma GCC unroll 16
-        for (int j = 0; j < N; ++j) host_vector::store(w[j], widen_first(row[j] + k0, n));
-      }
-      multiply_chunk<V>(block, a + k0 * tile_m + m0, n, [&](int j, int kk) { return w[j][kk]; });
-    }
-    store_block<V>(block, c, m0, n0, used);
-  }
-#ifdef KOKKOSMOE_HOST_BF16_PAIRS
-  // The same block from the token tile's pairs, two k a multiply (an odd
-  // depth's last k with a zero beside it: the weight after it may lie past
-  // the weights).
-  template <class V, int M>
-  static void multiply_block_in_place(const PairTile& a, const InPlaceWeights<bfloat16>& b,
-                                      float* __restrict c, int m0, int n0, int used, int next,
-                                      int following) {
-    using namespace host_vector;
-    constexpr int N = NB;
-    constexpr int line = 64 / sizeof(bfloat16);
-    const bfloat16* row[N];
-    block_rows(b, n0, used, row);
-    const bfloat16* ahead = b.first + next * b.ld;
-    typename V::type block[N][M];
-    load_block<V>(block, c, m0, n0, used);
-    const auto step = [&](int q, const auto& pair_of) {
-      typename V::pairs t[M];
-#pragma GCC unroll 4
-      for (int i = 0; i < M; ++i) t[i] = V::load_pairs(a.v + q * tile_m + m0 + i * V::width);
-#pragma GCC unroll 16
-      for (int j = 0; j < N; ++j) {
-        const typename V::pairs w = V::broadcast_pair(pair_of(row[j] + 2 * q));
-#pragma GCC unroll 4
-        for (int i = 0; i < M; ++i) block[j][i] = V::dot(t[i], w, block[j][i]);
-      }
-    };
-    const int whole = b.depth / 2;
-    for (int q = 0; q < whole; ++q) {
-      if (2 * q % line == 0)
-        for (int j = 0; j < following; ++j) prefetch_weights<true>(ahead + j * b.ld + 2 * q);
-      step(q, [](const bfloat16* p) { return pair_at(p); });
-    }
-    if (b.depth % 2) step(whole, [](const bfloat16* p) { return std::uint32_t(p->bits); });
-    store_block<V>(block, c, m0, n0, used);
+    store_block(block, c);
   }
 #endif
 };
@@ -745,7 +647,8 @@ struct HostDotFragment
 
 // The host spaces take these instead of the portable fragment: weight tiles
 // of 64 columns for gate/up (gate and up: 128 rows of weights to a token
-// tile) and 128 for down, the same weights per token tile; token tiles of
+// tile; 128 columns each took 1.02-1.08x the time at prefill) and 128 for
+// down, the same weights per token tile; token tiles of
 // 32 rows (large), 16 (medium: experts of fewer rows, whose 32-row tiles
 // would be half zeros) and 8 for decode (small), whose weight tiles are 64
 // and 128 rows (a team's fixed costs, loading its token tile and adding up
