@@ -339,8 +339,9 @@ struct HostPanelFragment
   // inlined into its callers, GCC kept some of the AVX2 build's 12
   // accumulators on the stack (1.5x the time at prefill).
   template <int M, int N, class Scalar>
-  __attribute__((noinline)) static void multiply_block(const float* __restrict a, int m0, const Columns<Scalar>& b,
-                             float* __restrict c, int depth) {
+  __attribute__((noinline)) static void multiply_block(const float* __restrict a, int m0,
+                                                       const Columns<Scalar>& b,
+                                                       float* __restrict c, int depth) {
     using namespace host_vector;
     vfloat block[M][N];
     load_block(block, c);
@@ -400,8 +401,9 @@ struct HostPanelFragment
   // The same block from the token tile's pairs, two k a multiply-add
   // (b's k_stride: the 2 lanes bfloat16 of a panel's pair of k).
   template <int M, int N>
-  __attribute__((noinline)) static void multiply_block(const PairTile& a, int m0, const Columns<bfloat16>& b,
-                             float* __restrict c, int depth) {
+  __attribute__((noinline)) static void multiply_block(const PairTile& a, int m0,
+                                                       const Columns<bfloat16>& b,
+                                                       float* __restrict c, int depth) {
     using namespace host_vector;
     vfloat block[M][N];
     load_block(block, c);
