@@ -334,33 +334,51 @@ struct HostPanelFragment
 #pragma GCC unroll 4
       for (int j = 0; j < N; ++j) host_vector::store(c + i * tile_n + j * lanes, block[i][j]);
   }
-  // Rows [m0, m0 + M) of the token tile a by N vectors of columns of b,
-  // into c (row m0, the block's first column), over `depth` k. Not inlined:
-  // inlined into its callers, GCC kept some of the AVX2 build's 12
-  // accumulators on the stack (1.5x the time at prefill).
-  template <int M, int N, class Scalar>
-  __attribute__((noinline)) static void multiply_block(const float* __restrict a, int m0,
+  // A block's steps over k: float token values and weights (16-bit ones
+  // widened), one k a multiply-add.
+  template <class Scalar>
+  struct FloatSteps {
+    using weights = host_vector::vfloat;
+    using token = float;
+    static constexpr int row_stride = tile_k;
+    static int steps(int depth) { return depth; }
+    static weights load(const Scalar* p) { return host_vector::widen(p); }
+    static host_vector::vfloat multiply_add(weights w, token t, host_vector::vfloat acc) {
+      return host_vector::fma(w, host_vector::broadcast(t), acc);
+    }
+  };
+  // Rows [m0, m0 + M) of the token tile (its values `row`, Steps::row_stride
+  // apart) by N vectors of columns of b, into c (row m0, the block's first
+  // column), over `depth` k. Not inlined: inlined into its callers, GCC kept
+  // some of the AVX2 build's 12 accumulators on the stack (1.5x the time at
+  // prefill).
+  template <int M, int N, class Steps, class Scalar>
+  __attribute__((noinline)) static void multiply_block(const typename Steps::token* __restrict row,
                                                        const Columns<Scalar>& b,
                                                        float* __restrict c, int depth) {
-    using namespace host_vector;
-    vfloat block[M][N];
+    host_vector::vfloat block[M][N];
     load_block(block, c);
     const Scalar* col[N];
 #pragma GCC unroll 4
     for (int j = 0; j < N; ++j) col[j] = b.first + j * b.vector_stride;
-    const float* row = a + m0 * tile_k;
-    for (int k = 0; k < depth; ++k) {
-      vfloat w[N];
+    const int steps = Steps::steps(depth);
+    for (int k = 0; k < steps; ++k) {
+      typename Steps::weights w[N];
 #pragma GCC unroll 4
-      for (int j = 0; j < N; ++j) w[j] = widen(col[j] + k * b.k_stride);
+      for (int j = 0; j < N; ++j) w[j] = Steps::load(col[j] + k * b.k_stride);
 #pragma GCC unroll 8
       for (int i = 0; i < M; ++i) {
-        const vfloat t = broadcast(row[i * tile_k + k]);
+        const typename Steps::token t = row[i * Steps::row_stride + k];
 #pragma GCC unroll 4
-        for (int j = 0; j < N; ++j) block[i][j] = host_vector::fma(w[j], t, block[i][j]);
+        for (int j = 0; j < N; ++j) block[i][j] = Steps::multiply_add(w[j], t, block[i][j]);
       }
     }
     store_block(block, c);
+  }
+  template <int M, int N, class Scalar>
+  static void multiply_block(const float* a, int m0, const Columns<Scalar>& b, float* c,
+                             int depth) {
+    multiply_block<M, N, FloatSteps<Scalar>>(a + m0 * tile_k, b, c, depth);
   }
 
 #ifdef KOKKOSMOE_HOST_BF16_PAIRS
@@ -398,32 +416,22 @@ struct HostPanelFragment
         std::memcpy(p.v + m * (tile_k / 2) + k / 2, &v, sizeof v);
       }
   }
-  // The same block from the token tile's pairs, two k a multiply-add
-  // (b's k_stride: the 2 lanes bfloat16 of a panel's pair of k).
-  template <int M, int N>
-  __attribute__((noinline)) static void multiply_block(const PairTile& a, int m0,
-                                                       const Columns<bfloat16>& b,
-                                                       float* __restrict c, int depth) {
-    using namespace host_vector;
-    vfloat block[M][N];
-    load_block(block, c);
-    const bfloat16* col[N];
-#pragma GCC unroll 4
-    for (int j = 0; j < N; ++j) col[j] = b.first + j * b.vector_stride;
-    const std::uint32_t* row = a.v + m0 * (tile_k / 2);
-    const int pairs = (depth + 1) / 2;
-    for (int q = 0; q < pairs; ++q) {
-      vpairs w[N];
-#pragma GCC unroll 4
-      for (int j = 0; j < N; ++j) w[j] = load_pairs(col[j] + q * b.k_stride);
-#pragma GCC unroll 8
-      for (int i = 0; i < M; ++i) {
-        const vpairs t = broadcast_pair(row[i * (tile_k / 2) + q]);
-#pragma GCC unroll 4
-        for (int j = 0; j < N; ++j) block[i][j] = dot_pairs(w[j], t, block[i][j]);
-      }
+  // The same blocks from the token tile's pairs, two k a multiply-add (b's
+  // k_stride: the 2 lanes bfloat16 of a panel's pair of k).
+  struct PairSteps {
+    using weights = host_vector::vpairs;
+    using token = std::uint32_t;
+    static constexpr int row_stride = tile_k / 2;
+    static int steps(int depth) { return (depth + 1) / 2; }
+    static weights load(const bfloat16* p) { return host_vector::load_pairs(p); }
+    static host_vector::vfloat multiply_add(weights w, token t, host_vector::vfloat acc) {
+      return host_vector::dot_pairs(w, host_vector::broadcast_pair(t), acc);
     }
-    store_block(block, c);
+  };
+  template <int M, int N>
+  static void multiply_block(const PairTile& a, int m0, const Columns<bfloat16>& b, float* c,
+                             int depth) {
+    multiply_block<M, N, PairSteps>(a.v + m0 * (tile_k / 2), b, c, depth);
   }
 #endif
 };
