@@ -47,6 +47,7 @@ void fragment_mma(const View& a, const View& b, const ScalarView& as, const Scal
         Kokkos::View<const Scalar***, Kokkos::LayoutRight, typename Space::memory_space>(bs.data(),
                                                                                          1, N, K),
         layout, "panels");
+  const bool packs = layout.columns > 0;
   const std::size_t bytes = frag::operand_bytes(M) + frag::operand_bytes(N) +
                             frag::accumulator_bytes();
   Kokkos::parallel_for(
@@ -58,9 +59,11 @@ void fragment_mma(const View& a, const View& b, const ScalarView& as, const Scal
         // variable inside a constexpr-if.
         const ScalarView tokens = as, weights = bs;
         const auto packed = panels;
+        const bool from_panels = packs;
         const TileShare part = share;
         const bool read_in_place = in_place;
-        (void)tokens, (void)weights, (void)packed;  // unused where the fragment has neither
+        (void)tokens, (void)weights, (void)packed,
+            (void)from_panels;  // unused: no weights in place
         bool loaded = false;
         if constexpr (Impl::loads_rows<frag>)
           loaded = frag::load_rows(at, M, part.tokens, part.depth,
@@ -80,7 +83,7 @@ void fragment_mma(const View& a, const View& b, const ScalarView& as, const Scal
         if constexpr (Impl::reads_weights_in_place<frag, Scalar>) {
           if (read_in_place) {
             const Impl::InPlaceWeights<Scalar> w =
-                layout.columns > 0
+                from_panels
                     ? Impl::InPlaceWeights<Scalar>{&packed(0, 0, 0), std::int64_t(packed.extent(2)),
                                                    part.rows, part.depth, part.tokens}
                     : Impl::InPlaceWeights<Scalar>{&weights(0, 0), K, part.rows, part.depth,
