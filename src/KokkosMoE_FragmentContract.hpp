@@ -297,6 +297,10 @@ struct PanelLayout {
   KOKKOS_INLINE_FUNCTION constexpr std::int64_t offset(int n, std::int64_t k) const {
     return (k / k_group) * columns * k_group + n * k_group + k % k_group;
   }
+  // Panels of n columns.
+  KOKKOS_INLINE_FUNCTION constexpr std::int64_t panels(std::int64_t n) const {
+    return (n + columns - 1) / columns;
+  }
   // K rounded up to whole groups.
   KOKKOS_INLINE_FUNCTION constexpr std::int64_t depth(std::int64_t k) const {
     return (k + k_group - 1) / k_group * k_group;

@@ -28,7 +28,7 @@ using weight_panels = Kokkos::View<Scalar***, Kokkos::LayoutRight, MemorySpace>;
 
 inline std::size_t panel_elements(PanelLayout layout, std::int64_t experts, std::int64_t n,
                                   std::int64_t k) {
-  return std::size_t(experts) * std::size_t((n + layout.columns - 1) / layout.columns) *
+  return std::size_t(experts) * std::size_t(layout.panels(n)) *
          std::size_t(layout.depth(k) * layout.columns);
 }
 
@@ -64,7 +64,7 @@ weight_panels<Scalar, typename ExecutionSpace::memory_space> pack_panels(
   using memory_space = typename ExecutionSpace::memory_space;
   const std::int64_t E = std::int64_t(weights.extent(0)), N = std::int64_t(weights.extent(1)),
                      K = std::int64_t(weights.extent(2));
-  const std::int64_t panels = (N + layout.columns - 1) / layout.columns;
+  const std::int64_t panels = layout.panels(N);
   weight_panels<Scalar, memory_space> out(Kokkos::view_alloc(Kokkos::WithoutInitializing,
                                                              std::string(label)),
                                           E, panels, layout.depth(K) * layout.columns);

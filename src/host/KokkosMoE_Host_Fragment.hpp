@@ -253,16 +253,17 @@ struct HostPanelFragment
     multiply_blocks(a, Columns<float>{b, lanes, tile_n}, c, tile_m, tile_n / lanes, tile_k);
   }
   // The same from the weights' panels (InPlaceWeights: b.first the step's
-  // first k of the item's first panel, ld from one panel to the next), the
-  // rows of a that hold b.tokens token rows, the vectors of columns that
-  // hold b.rows weight rows.
-  template <class Scalar>
-  static void multiply_in_place(const float* a, const InPlaceWeights<Scalar>& b,
+  // first k of the item's first panel, ld from one panel to the next; a
+  // panel's k group one k_stride), the rows of a that hold b.tokens token
+  // rows, the vectors of columns that hold b.rows weight rows. (Tokens:
+  // the token tile, float, or its bfloat16 pairs: PairTile.)
+  template <class Tokens, class Scalar>
+  static void multiply_in_place(const Tokens& a, const InPlaceWeights<Scalar>& b,
                                 accumulator_type& acc) {
     acc.rows = b.tokens < tile_m ? b.tokens : tile_m;
     const int rows = b.rows < tile_n ? b.rows : tile_n;
-    multiply_blocks(a, Columns<Scalar>{b.first, b.ld, lanes}, acc.v, acc.rows,
-                    (rows + lanes - 1) / lanes, b.depth);
+    multiply_blocks(a, Columns<Scalar>{b.first, b.ld, lanes * panel_layout<Scalar>().k_group},
+                    acc.v, acc.rows, (rows + lanes - 1) / lanes, b.depth);
   }
 
 #ifdef KOKKOSMOE_HOST_BF16_PAIRS
@@ -398,10 +399,7 @@ struct HostPanelFragment
   template <class Acc, class... Rest>
   static void multiply_pair_tile(const PairTile& a, const InPlaceWeights<bfloat16>& b, Acc& acc,
                                  Rest&&... rest) {
-    acc.rows = b.tokens < tile_m ? b.tokens : tile_m;
-    const int rows = b.rows < tile_n ? b.rows : tile_n;
-    multiply_blocks(a, Columns<bfloat16>{b.first, b.ld, 2 * lanes}, acc.v, acc.rows,
-                    (rows + lanes - 1) / lanes, b.depth);
+    multiply_in_place(a, b, acc);
     multiply_pair_tile(a, rest...);
   }
   // The step's k of the rows that hold b.tokens token rows, as pairs (the
