@@ -351,8 +351,7 @@ struct HostPanelFragment
   // Rows [m0, m0 + M) of the token tile (its values `row`, Steps::row_stride
   // apart) by N vectors of columns of b, into c (row m0, the block's first
   // column), over `depth` k. Not inlined: inlined into its callers, GCC kept
-  // some of the AVX2 build's 12 accumulators on the stack (1.5x the time at
-  // prefill).
+  // some of the AVX2 build's 12 accumulators on the stack in the loop.
   template <int M, int N, class Steps, class Scalar>
   __attribute__((noinline)) static void multiply_block(const typename Steps::token* __restrict row,
                                                        const Columns<Scalar>& b,
