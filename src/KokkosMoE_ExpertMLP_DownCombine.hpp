@@ -132,7 +132,7 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
                                                    Accumulators& a) {
     const tile hs = base::stage(t.hs, step.buffer, BM);
     if constexpr (base::weights_in_place)
-      frag::mma_nt(m, hs, base::in_place(from.down, step, from.cols, w.rows), a.acc);
+      frag::mma_nt(m, hs, base::in_place(from.down, step, w, from.cols), a.acc);
     else frag::mma_nt(m, hs, base::stage(t.ds, base::weight_buffer(step.buffer), BN), a.acc);
   }
   KOKKOS_FORCEINLINE_FUNCTION static void zero(const member& m, Accumulators& a) {

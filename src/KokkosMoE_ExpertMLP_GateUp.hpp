@@ -207,8 +207,8 @@ struct GateUpKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
     const tile xs = base::stage(t.xs, step.buffer, BM);
     if constexpr (base::weights_in_place) {
       const int cols = tile_cols(w);
-      frag::mma_nt(m, xs, base::in_place(from.gate, step, cols, w.rows), a.g,
-                   base::in_place(from.up, step, cols, w.rows), a.u);
+      frag::mma_nt(m, xs, base::in_place(from.gate, step, w, cols), a.g,
+                   base::in_place(from.up, step, w, cols), a.u);
     } else {
       const int wb = base::weight_buffer(step.buffer);
       frag::mma_nt(m, xs, base::stage(t.ws, 2 * wb, BN), a.g, base::stage(t.ws, 2 * wb + 1, BN),

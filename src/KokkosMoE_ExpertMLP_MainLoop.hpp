@@ -206,14 +206,33 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
     int buffer, k0, depth;
   };
   // A weight tile's step as a fragment reading weights in place takes it
-  // (`rows` weight rows, `tokens` rows of the token tile).
+  // (`rows` weight rows, the item's token rows). From panels, with the
+  // weights the team reads soon, to prefetch: the item's next step, or
+  // after its last a share of the first step of the panels after the
+  // tile's (the next column block, or the next expert's first), which the
+  // items after the group's row tiles take, a share each row tile (past
+  // the last expert, the panels' end: never read).
   KOKKOS_INLINE_FUNCTION static InPlaceWeights<Scalar> in_place(const WeightRows<Scalar>& from,
-                                                                const Step& step, int rows,
-                                                                int tokens) {
-    if constexpr (panels.columns > 0)  // the step's first k of the item's first panel
-      return InPlaceWeights<Scalar>{from.first + std::int64_t(step.k0) * panels.columns, from.ld,
-                                    rows, step.depth, tokens};
-    else return InPlaceWeights<Scalar>{from.at(0, step.k0), from.ld, rows, step.depth, tokens};
+                                                                const Step& step, const Work& w,
+                                                                int rows) {
+    if constexpr (panels.columns > 0) {
+      InPlaceWeights<Scalar> b{from.first + std::int64_t(step.k0) * panels.columns, from.ld, rows,
+                               step.depth, w.rows};
+      const int next = step.k0 + step.depth;
+      if (next < w.k_end) {
+        b.ahead = from.first + std::int64_t(next) * panels.columns;
+        b.ahead_depth = w.k_end - next < BK ? w.k_end - next : BK;
+      } else {
+        const int first = w.k_end - w.k_begin < BK ? w.k_end - w.k_begin : BK;
+        const int share = (first + w.group_tiles - 1) / w.group_tiles;
+        const int k0 = w.k_begin + w.group_tile * share;
+        b.ahead = from.first + panels.panels(rows) * from.ld + std::int64_t(k0) * panels.columns;
+        b.ahead_depth = k0 < w.k_begin + first ? share : 0;
+      }
+      return b;
+    } else {
+      return InPlaceWeights<Scalar>{from.at(0, step.k0), from.ld, rows, step.depth, w.rows};
+    }
   }
 
   // Stage b of an S-stage staging area of `rows` rows.

@@ -45,6 +45,9 @@ struct ExpertTileSchedule {
 
   struct Work {
     int tile, expert, first_row, rows, first_col, split, k_begin, k_end;
+    // The item's row tile in its group, of group_tiles: the items that take
+    // the same weights one after the other.
+    int group_tile, group_tiles;
   };
 
   // The (tile, column block, K split) of work item `item`; false for the
@@ -81,6 +84,8 @@ struct ExpertTileSchedule {
     w.split = rest / column_blocks;
     w.k_begin = splits > 1 ? w.split * split_depth : 0;
     w.k_end = splits > 1 && w.k_begin + split_depth < depth ? w.k_begin + split_depth : depth;
+    w.group_tile = index % size;
+    w.group_tiles = size;
     return true;
   }
 

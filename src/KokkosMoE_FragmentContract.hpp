@@ -279,12 +279,16 @@ struct is_fragment : std::integral_constant<bool, fragment_contract::holds<F, Sc
 // anything): the fragment neither multiplies them into stored outputs nor
 // hands their outputs to store.
 // (Where the fragment packs the weights, panel_layout: `first` and `ld`
-// address the panels instead.)
+// address the panels instead, and `ahead` weights the team reads soon, for
+// the fragment to prefetch as it multiplies: ahead_depth k of each panel,
+// the same `ld` apart; none where null.)
 template <class Scalar>
 struct InPlaceWeights {
   const Scalar* first;
   std::int64_t ld;
   int rows, depth, tokens;
+  const Scalar* ahead = nullptr;
+  int ahead_depth = 0;
 };
 
 // Panels of packed weights (panel_layout): `columns` weight rows (output

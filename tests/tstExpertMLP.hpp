@@ -385,4 +385,56 @@ TYPED_TEST(EXPERTMLP_SUITE, PanelsHoldEachWeightAtItsOffset) {
     }
   }
 }
+
+// What a fragment reading panels is told to prefetch (InPlaceWeights::
+// ahead): the item's next K step, and after its last step a share of the
+// first step of the next column block, the group's row tiles' shares
+// covering it; past the last expert, nothing inside the panels.
+TYPED_TEST(EXPERTMLP_SUITE, PanelPrefetchTakesTheWeightsReadNext) {
+  using kernel = Impl::DownKernel<Space, TypeParam, Impl::TileSize::large>;
+  constexpr Impl::PanelLayout layout = kernel::panels;
+  if constexpr (layout.columns == 0) {
+    GTEST_SKIP() << "the fragment does not pack these weights";
+  } else {
+    constexpr int BK = kernel::BK, BN = kernel::BN, E = 2, N = BN + 36, K = 2 * BK + 88;
+    Kokkos::View<TypeParam***, Kokkos::LayoutRight, typename Space::memory_space> w("w", E, N, K);
+    const auto panels = Impl::pack_panels<Space, TypeParam>(Space(), w, layout, "panels");
+    const TypeParam* const end = panels.data() + panels.span();
+    for (int e = 0; e < E; ++e)
+      for (int block = 0; block < 2; ++block)
+        for (const int tiles : {1, 3, 16}) {
+          SCOPED_TRACE("expert " + std::to_string(e) + ", column block " + std::to_string(block) +
+                       ", " + std::to_string(tiles) + " row tiles");
+          const int first_col = block * BN, cols = block == 0 ? BN : N - BN;
+          const auto from = Impl::WeightRows<TypeParam>::of(panels, panels, e,
+                                                            first_col / layout.columns);
+          const TypeParam* const next_block = from.first + layout.panels(cols) * from.ld;
+          std::vector<bool> covered(BK, false);
+          for (int g = 0; g < tiles; ++g) {
+            const typename kernel::Work item{0, e, 0, 5, first_col, 0, 0, K, g, tiles};
+            for (int k0 = 0; k0 < K; k0 += BK) {
+              const int depth = K - k0 < BK ? K - k0 : BK;
+              const auto b = kernel::in_place(from, typename kernel::Step{0, k0, depth}, item,
+                                              cols);
+              EXPECT_EQ(b.first, from.first + std::int64_t(k0) * layout.columns);
+              EXPECT_EQ(b.rows, cols);
+              EXPECT_EQ(b.tokens, 5);
+              if (k0 + depth < K) {  // the item's next step
+                EXPECT_EQ(b.ahead, from.first + std::int64_t(k0 + BK) * layout.columns);
+                EXPECT_EQ(b.ahead_depth, K - k0 - BK < BK ? K - k0 - BK : BK);
+              } else if (b.ahead_depth > 0) {  // a share of the next block's first step
+                const std::int64_t at = b.ahead - next_block;
+                ASSERT_EQ(at % layout.columns, 0);
+                const std::int64_t k = at / layout.columns;
+                ASSERT_GE(k, 0);
+                ASSERT_LE(k + b.ahead_depth, BK + tiles);
+                for (std::int64_t i = k; i < k + b.ahead_depth && i < BK; ++i) covered[i] = true;
+                if (e == E - 1 && block == 1) EXPECT_GE(b.ahead, end);  // never read
+              }
+            }
+          }
+          for (int k = 0; k < BK; ++k) EXPECT_TRUE(covered[k]) << "k " << k << " not prefetched";
+        }
+  }
+}
 }  // namespace

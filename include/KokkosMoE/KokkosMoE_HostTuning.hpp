@@ -19,7 +19,7 @@ enum class HostWeightPrefetch {
 const char* to_string(HostWeightPrefetch hint);
 
 // The decode fragment's (up to 8 token rows per expert; prefill's panel
-// fragment prefetches non-temporally on every CPU).
+// fragment prefetches into L2 on every CPU).
 struct HostTuning {
   HostWeightPrefetch decode_prefetch = HostWeightPrefetch::l2;
   // The k a register block of 2-8 token rows takes before the next block:

@@ -48,11 +48,13 @@
 namespace KokkosMoE {
 namespace Impl {
 
-// Weights a decode register block will read next, requested while the
+// Weights a register block will read soon, requested while it or the
 // block before it multiplies: into L2, or non-temporally (prefetchnta), as
-// a tile's weights are read once: the CPU's hint (host_tuning()), as a
-// template argument chosen before the loops (read in the loop, the branch
-// made one bf16 token 1.25x slower on Zen 4).
+// a decode tile's weights are read once: the CPU's hint (host_tuning()),
+// as a template argument chosen before the loops (read in the loop, the
+// branch made one bf16 token 1.25x slower on Zen 4). Prefill's panels go
+// to L2 (prefetchnta or prefetcht0: 0.94-1.11x the time, slower at 9
+// and 10 of the 12 prefill points of the host benchmark).
 template <bool NonTemporal>
 inline void prefetch_weights(const void* p) {
   __builtin_prefetch(p, 0, NonTemporal ? 0 : 2);
@@ -250,7 +252,8 @@ struct HostPanelFragment
   // loader dequantised into scratch (every row of a; b zero past its
   // columns and depth).
   static void multiply(const float* __restrict a, const float* __restrict b, float* __restrict c) {
-    multiply_blocks(a, Columns<float>{b, lanes, tile_n}, c, tile_m, tile_n / lanes, tile_k);
+    multiply_blocks(a, Columns<float>{b, lanes, tile_n}, c, tile_m, tile_n / lanes, tile_k,
+                    static_cast<const float*>(nullptr), 0);
   }
   // The same from the weights' panels (InPlaceWeights: b.first the step's
   // first k of the item's first panel, ld from one panel to the next; a
@@ -263,7 +266,8 @@ struct HostPanelFragment
     acc.rows = b.tokens < tile_m ? b.tokens : tile_m;
     const int rows = b.rows < tile_n ? b.rows : tile_n;
     multiply_blocks(a, Columns<Scalar>{b.first, b.ld, lanes * panel_layout<Scalar>().k_group},
-                    acc.v, acc.rows, (rows + lanes - 1) / lanes, b.depth);
+                    acc.v, acc.rows, (rows + lanes - 1) / lanes, b.depth,
+                    b.ahead_depth > 0 ? b.ahead : nullptr, b.ahead_depth);
   }
 
 #ifdef KOKKOSMOE_HOST_BF16_PAIRS
@@ -289,36 +293,64 @@ struct HostPanelFragment
 #endif
 
  private:
+  // What a register block prefetches into L2 as it multiplies: `bytes` of
+  // each of its vectors of columns' panels (vector_stride bytes apart) from
+  // `first`, its share of the weights the team reads soon
+  // (InPlaceWeights::ahead), whose first block would otherwise wait for
+  // memory while the others, reading the same weights from cache, leave
+  // memory idle.
+  struct Ahead {
+    const char* first;  // null: nothing
+    std::int64_t vector_stride;
+    int bytes;
+    Ahead from(int j) const {
+      return Ahead{first ? first + j * vector_stride : nullptr, vector_stride, bytes};
+    }
+    Ahead share(int r) const {
+      return Ahead{first ? first + std::int64_t(r) * bytes : nullptr, vector_stride, bytes};
+    }
+  };
   // The blocks of rows [0, rows) of a by `vectors` vectors of columns
-  // (the last blocks narrower or shorter where NB or MB do not divide).
+  // (the last blocks narrower or shorter where NB or MB do not divide),
+  // prefetching ahead_depth k of each panel from `ahead` where not null, a
+  // share each row block.
   template <class Tokens, class Scalar>
   static void multiply_blocks(const Tokens& a, const Columns<Scalar>& b, float* __restrict c,
-                              int rows, int vectors, int depth) {
+                              int rows, int vectors, int depth, const Scalar* ahead,
+                              int ahead_depth) {
+    const int blocks = (rows + MB - 1) / MB;
+    const Ahead next{reinterpret_cast<const char*>(ahead),
+                     b.vector_stride * std::int64_t(sizeof(Scalar)),
+                     (ahead_depth * lanes * int(sizeof(Scalar)) + blocks - 1) / blocks};
     int j0 = 0;
-    for (; j0 + NB <= vectors; j0 += NB) row_blocks<NB>(a, b.from(j0), c + j0 * lanes, rows, depth);
+    for (; j0 + NB <= vectors; j0 += NB)
+      row_blocks<NB>(a, b.from(j0), c + j0 * lanes, rows, depth, next.from(j0));
     if (j0 < vectors)
-      narrow_blocks<NB - 1>(a, b.from(j0), c + j0 * lanes, rows, vectors - j0, depth);
+      narrow_blocks<NB - 1>(a, b.from(j0), c + j0 * lanes, rows, vectors - j0, depth,
+                            next.from(j0));
   }
   template <int N, class Tokens, class Scalar>
   static void narrow_blocks(const Tokens& a, const Columns<Scalar>& b, float* __restrict c,
-                            int rows, int vectors, int depth) {
+                            int rows, int vectors, int depth, const Ahead& next) {
     if constexpr (N > 1)
-      if (vectors < N) return narrow_blocks<N - 1>(a, b, c, rows, vectors, depth);
-    row_blocks<N>(a, b, c, rows, depth);
+      if (vectors < N) return narrow_blocks<N - 1>(a, b, c, rows, vectors, depth, next);
+    row_blocks<N>(a, b, c, rows, depth, next);
   }
   template <int N, class Tokens, class Scalar>
   static void row_blocks(const Tokens& a, const Columns<Scalar>& b, float* __restrict c, int rows,
-                         int depth) {
-    int m0 = 0;
-    for (; m0 + MB <= rows; m0 += MB) multiply_block<MB, N>(a, m0, b, c + m0 * tile_n, depth);
-    if (m0 < rows) short_block<MB - 1, N>(a, m0, b, c + m0 * tile_n, rows - m0, depth);
+                         int depth, const Ahead& next) {
+    int m0 = 0, r = 0;
+    for (; m0 + MB <= rows; m0 += MB, ++r)
+      multiply_block<MB, N>(a, m0, b, c + m0 * tile_n, depth, next.share(r));
+    if (m0 < rows)
+      short_block<MB - 1, N>(a, m0, b, c + m0 * tile_n, rows - m0, depth, next.share(r));
   }
   template <int M, int N, class Tokens, class Scalar>
   static void short_block(const Tokens& a, int m0, const Columns<Scalar>& b, float* __restrict c,
-                          int rows, int depth) {
+                          int rows, int depth, const Ahead& next) {
     if constexpr (M > 1)
-      if (rows < M) return short_block<M - 1, N>(a, m0, b, c, rows, depth);
-    multiply_block<M, N>(a, m0, b, c, depth);
+      if (rows < M) return short_block<M - 1, N>(a, m0, b, c, rows, depth, next);
+    multiply_block<M, N>(a, m0, b, c, depth, next);
   }
 
   template <int M, int N>
@@ -352,20 +384,31 @@ struct HostPanelFragment
   // apart) by N vectors of columns of b, into c (row m0, the block's first
   // column), over `depth` k. Not inlined: inlined into its callers, GCC kept
   // some of the AVX2 build's 12 accumulators on the stack in the loop.
-  template <int M, int N, class Steps, class Scalar>
+  template <int M, int N, class Steps, bool Prefetch, class Scalar>
   __attribute__((noinline)) static void multiply_block(const typename Steps::token* __restrict row,
                                                        const Columns<Scalar>& b,
-                                                       float* __restrict c, int depth) {
+                                                       float* __restrict c, int depth,
+                                                       const Ahead& next) {
     host_vector::vfloat block[M][N];
     load_block(block, c);
     const Scalar* col[N];
 #pragma GCC unroll 4
     for (int j = 0; j < N; ++j) col[j] = b.first + j * b.vector_stride;
     const int steps = Steps::steps(depth);
+    // The share spread over the steps, a prefetch per vector and step
+    // (fewer, one per line every few steps, was no faster).
+    const char* ahead[N] = {};
+    if constexpr (Prefetch)
+#pragma GCC unroll 4
+      for (int j = 0; j < N; ++j) ahead[j] = next.first + j * next.vector_stride;
+    const int stride = (next.bytes + steps - 1) / steps;
     for (int k = 0; k < steps; ++k) {
       typename Steps::weights w[N];
 #pragma GCC unroll 4
       for (int j = 0; j < N; ++j) w[j] = Steps::load(col[j] + k * b.k_stride);
+      if constexpr (Prefetch)
+#pragma GCC unroll 4
+        for (int j = 0; j < N; ++j) prefetch_weights<false>(ahead[j] + k * stride);
 #pragma GCC unroll 8
       for (int i = 0; i < M; ++i) {
         const typename Steps::token t = row[i * Steps::row_stride + k];
@@ -375,10 +418,18 @@ struct HostPanelFragment
     }
     store_block(block, c);
   }
+  // A block of the float token tile, or of its pairs; prefetching where
+  // `next` has weights.
+  template <int M, int N, class Steps, class Token, class Scalar>
+  static void block_of(const Token* row, const Columns<Scalar>& b, float* c, int depth,
+                       const Ahead& next) {
+    if (next.first) multiply_block<M, N, Steps, true>(row, b, c, depth, next);
+    else multiply_block<M, N, Steps, false>(row, b, c, depth, next);
+  }
   template <int M, int N, class Scalar>
-  static void multiply_block(const float* a, int m0, const Columns<Scalar>& b, float* c,
-                             int depth) {
-    multiply_block<M, N, FloatSteps<Scalar>>(a + m0 * tile_k, b, c, depth);
+  static void multiply_block(const float* a, int m0, const Columns<Scalar>& b, float* c, int depth,
+                             const Ahead& next) {
+    block_of<M, N, FloatSteps<Scalar>>(a + m0 * tile_k, b, c, depth, next);
   }
 
 #ifdef KOKKOSMOE_HOST_BF16_PAIRS
@@ -427,8 +478,8 @@ struct HostPanelFragment
   };
   template <int M, int N>
   static void multiply_block(const PairTile& a, int m0, const Columns<bfloat16>& b, float* c,
-                             int depth) {
-    multiply_block<M, N, PairSteps>(a.v + m0 * (tile_k / 2), b, c, depth);
+                             int depth, const Ahead& next) {
+    block_of<M, N, PairSteps>(a.v + m0 * (tile_k / 2), b, c, depth, next);
   }
 #endif
 };
