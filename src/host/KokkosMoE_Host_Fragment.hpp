@@ -397,8 +397,8 @@ struct HostPanelFragment
     const int steps = Steps::steps(depth);
     // The share spread over the steps: a line of each vector's every
     // `every` steps (a prefetch per vector and step, many to a line where
-    // a step reads less of it: bf16 widened, a share of many blocks, was
-    // 1.08-1.15x the time at Mixtral-8x7B / 16 bf16 with AVX2).
+    // a step reads less of it: bf16 widened, a share of many blocks, took
+    // 1.06-1.14x the time at Mixtral-8x7B / 16 with AVX2 on 2 threads).
     const char* ahead = next.first;
     const int every = next.bytes > 0 && 64 * steps > next.bytes ? 64 * steps / next.bytes : 1;
     int countdown = 1;
