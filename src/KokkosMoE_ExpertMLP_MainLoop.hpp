@@ -226,8 +226,10 @@ struct ExpertTileKernel : ExpertTileSchedule<ExecutionSpace, Frag>,
         const int first = w.k_end - w.k_begin < BK ? w.k_end - w.k_begin : BK;
         const int share = (first + w.group_tiles - 1) / w.group_tiles;
         const int k0 = w.k_begin + w.group_tile * share;
-        b.ahead = from.first + panels.panels(rows) * from.ld + std::int64_t(k0) * panels.columns;
-        b.ahead_depth = k0 < w.k_begin + first ? share : 0;
+        if (k0 < w.k_begin + first) {  // the last row tiles' shares may be empty
+          b.ahead = from.first + panels.panels(rows) * from.ld + std::int64_t(k0) * panels.columns;
+          b.ahead_depth = share;
+        }
       }
       return b;
     } else {

@@ -422,8 +422,9 @@ TYPED_TEST(EXPERTMLP_SUITE, PanelPrefetchTakesTheWeightsReadNext) {
               if (k0 + depth < K) {  // the item's next step
                 EXPECT_EQ(b.ahead, from.first + std::int64_t(k0 + BK) * layout.columns);
                 EXPECT_EQ(b.ahead_depth, K - k0 - BK < BK ? K - k0 - BK : BK);
-              } else if (b.ahead_depth > 0) {  // a share of the next block's first step
+              } else if (b.ahead) {  // a share of the next block's first step
                 const std::int64_t at = b.ahead - next_block;
+                ASSERT_GT(b.ahead_depth, 0);
                 ASSERT_EQ(at % layout.columns, 0);
                 const std::int64_t k = at / layout.columns;
                 ASSERT_GE(k, 0);

@@ -266,8 +266,7 @@ struct HostPanelFragment
     acc.rows = b.tokens < tile_m ? b.tokens : tile_m;
     const int rows = b.rows < tile_n ? b.rows : tile_n;
     multiply_blocks(a, Columns<Scalar>{b.first, b.ld, lanes * panel_layout<Scalar>().k_group},
-                    acc.v, acc.rows, (rows + lanes - 1) / lanes, b.depth,
-                    b.ahead_depth > 0 ? b.ahead : nullptr, b.ahead_depth);
+                    acc.v, acc.rows, (rows + lanes - 1) / lanes, b.depth, b.ahead, b.ahead_depth);
   }
 
 #ifdef KOKKOSMOE_HOST_BF16_PAIRS
