@@ -55,6 +55,18 @@ KOKKOS_FORCEINLINE_FUNCTION void store_column_run(T* dst, const ColumnRun<Width>
     if (i < valid) dst[i] = from_float<T>(run.v[i]);
 }
 
+// The same for float outputs that another kernel reads back only after
+// many more bytes (the down kernel's expert outputs in prefill): streamed
+// past the caches where the target can (stream_run), so that their lines
+// are not read from memory before being written; end the kernel's stores
+// with target::stream_fence().
+template <int Width>
+KOKKOS_FORCEINLINE_FUNCTION void stream_column_run(float* dst, const ColumnRun<Width>& run,
+                                                   int valid) {
+  if (valid >= Width && target::stream_run<Width>(dst, run.v)) return;
+  store_column_run(dst, run, valid);
+}
+
 }  // namespace Impl
 }  // namespace KokkosMoE
 

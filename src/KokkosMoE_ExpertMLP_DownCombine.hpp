@@ -150,9 +150,13 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
     frag::template store<base::max_run>(
         m,
         [&](int r, int n, const auto& v) {
-          if (r < w.rows && n < cols) store_column_run(y0 + std::int64_t(r) * H + n, v, cols - n);
+          if (r >= w.rows || n >= cols) return;
+          if constexpr (streams_outputs<frag>)
+            stream_column_run(y0 + std::int64_t(r) * H + n, v, cols - n);
+          else store_column_run(y0 + std::int64_t(r) * H + n, v, cols - n);
         },
         out.acc);
+    if constexpr (streams_outputs<frag>) target::stream_fence();
   }
 
   KOKKOS_INLINE_FUNCTION void operator()(const member& m) const {
@@ -177,9 +181,10 @@ struct CombineKernel {
   int splits;
   std::int64_t assignments;
 
-  // Width 4 needs H a multiple of 4 and y 16-byte aligned.
+  // Width > 1 needs H a multiple of Width and y aligned to Width floats.
   static bool applies(const float* y, std::int64_t H) {
-    return Width == 1 || (H % Width == 0 && reinterpret_cast<std::uintptr_t>(y) % 16 == 0);
+    return Width == 1 ||
+           (H % Width == 0 && reinterpret_cast<std::uintptr_t>(y) % sizeof(Values) == 0);
   }
   static std::int64_t items(std::int64_t tokens, std::int64_t H) { return tokens * (H / Width); }
 

@@ -151,11 +151,11 @@ class ExpertStages {
       case TileSize::medium: splits = down_tiles<TileSize::medium>(num_tokens, plan); break;
       case TileSize::large: splits = down_tiles<TileSize::large>(num_tokens, plan); break;
     }
-    // Four columns per item, except for split-K batches (decode: a few
-    // tokens, many K parts to sum), whose one column per item keeps 4x the
-    // threads loading.
+    // The target's columns per item (CUDA: four), except for split-K
+    // batches (decode: a few tokens, many K parts to sum), whose one column
+    // per item keeps more threads loading.
     if (splits > 1) combine<1>(routing_weights, out, num_tokens, splits, plan);
-    else combine<4>(routing_weights, out, num_tokens, splits, plan);
+    else combine<target::combine_columns()>(routing_weights, out, num_tokens, splits, plan);
   }
 
  private:

@@ -347,6 +347,14 @@ template <class Frag, class Scalar>
 constexpr bool reads_weights_in_place = optional_flag<weights_in_place_flag, Frag>() &&
                                         !is_block_scaled<Scalar>::value;
 
+// Whether Frag's down kernels stream their outputs past the caches (its
+// optional streams_outputs; stream_column_run): the prefill shapes of
+// one-thread teams, whose outputs are many times the caches.
+template <class Frag>
+using streams_outputs_flag = std::integral_constant<bool, Frag::streams_outputs>;
+template <class Frag>
+constexpr bool streams_outputs = optional_flag<streams_outputs_flag, Frag>();
+
 // The team scratch level of Frag's kernels: its optional scratch_level, else 0.
 template <class Frag>
 using scratch_level_value = std::integral_constant<int, Frag::scratch_level>;

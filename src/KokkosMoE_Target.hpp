@@ -14,6 +14,12 @@
 //   trap()            ends the kernel where a path must not be reached
 //   silu_runs<Width>(g, u, h) -> bool  h = silu(g) u over a ColumnRun of Width
 //                     values by whole vectors, or false: not done here
+//   stream_run<Width>(dst, v) -> bool  Width floats to dst past the caches
+//                     (streaming stores, whole aligned vectors), or false:
+//                     not done here (nothing stored)
+//   stream_fence()    orders the streaming stores before later stores
+//   combine_columns() the output columns an item of the weighted combine
+//                     sums (the width of its loads of each expert output)
 //
 // The choice is by the build's GPU backend, not the execution space: a GPU
 // build's host pass takes the GPU backend's header, which tells its device

@@ -34,6 +34,24 @@ void store_column_runs(const Kokkos::View<const float*, Space>& in,
   Kokkos::fence();
 }
 
+// out[offset + j] = in[j] through stream_column_run (as the down kernels of
+// fragments that stream their outputs store them), Width values a call.
+template <class Space, int Width>
+void stream_column_runs(const Kokkos::View<const float*, Space>& in,
+                        const Kokkos::View<float*, Space>& out, int offset) {
+  const std::int64_t n = in.extent(0);
+  Kokkos::parallel_for(
+      Kokkos::RangePolicy<Space>(0, (n + Width - 1) / Width), KOKKOS_LAMBDA(const std::int64_t i) {
+        Impl::ColumnRun<Width> run{};
+        const std::int64_t first = i * Width;
+        for (int e = 0; e < Width && first + e < n; ++e) run.v[e] = in(first + e);
+        Impl::stream_column_run(&out(offset + first), run,
+                                int(n - first < Width ? n - first : Width));
+        Impl::target::stream_fence();
+      });
+  Kokkos::fence();
+}
+
 // The row and column of Impl::row_and_column for each (i, n), computed on Space.
 template <class Space>
 void rows_and_columns(const Kokkos::View<const std::int64_t* [2], Space>& in,
@@ -249,6 +267,32 @@ TYPED_TEST(EXPERTMLP_SUITE, StoredColumnRunsRoundLikeFromFloat) {
   expect_stored_column_runs_round_like_from_float<TypeParam, 1>();
   expect_stored_column_runs_round_like_from_float<TypeParam, 2>();
   expect_stored_column_runs_round_like_from_float<TypeParam, 4>();
+}
+
+// Streamed runs store their values bit for bit, whole runs at aligned and
+// unaligned addresses (offset) and the last one partial, and nothing else.
+template <int Width>
+void expect_streamed_column_runs_store_their_values(int offset) {
+  const std::vector<float> values = values_to_store();
+  const std::int64_t n = values.size();
+  Kokkos::View<float*, Space> in("in", n), out("out", n + offset + Width);
+  Kokkos::deep_copy(
+      in, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(values.data(), n));
+  stream_column_runs<Space, Width>(in, out, offset);
+  const auto got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
+  for (std::int64_t j = 0; j < n + offset + Width; ++j) {
+    const float want = j >= offset && j < offset + n ? values[j - offset] : 0.0f;
+    EXPECT_EQ(std::memcmp(&got(j), &want, sizeof(float)), 0)
+        << "width " << Width << " offset " << offset << " at " << j << ": " << got(j);
+  }
+}
+
+TEST(EXPERTMLP_SUITE, StreamedColumnRunsStoreTheirValues) {
+  for (int offset : {0, 1, 4, 8}) {
+    expect_streamed_column_runs_store_their_values<16>(offset);
+    expect_streamed_column_runs_store_their_values<8>(offset);
+    expect_streamed_column_runs_store_their_values<4>(offset);
+  }
 }
 
 // Impl::row_and_column on the device against the host's 64-bit division, on both

@@ -79,6 +79,9 @@ template <int Width, class Run>
 KOKKOS_INLINE_FUNCTION bool silu_runs(const Run& g, const Run& u, Run& h) {
   return portable_target::silu_runs<Width>(g, u, h);
 }
+using portable_target::combine_columns;
+using portable_target::stream_fence;
+using portable_target::stream_run;
 
 }  // namespace target
 }  // namespace Impl

@@ -47,6 +47,34 @@ inline bool silu_runs(const Run& g, const Run& u, Run& h) {
   return portable_target::silu_runs<Width>(g, u, h);
 }
 
+template <int Width>
+inline bool stream_run(float* dst, const float* v) {
+#ifdef KOKKOSMOE_HOST_VECTORS
+  using namespace host_vector;
+  if constexpr (Width % lanes == 0) {
+    if (reinterpret_cast<std::uintptr_t>(dst) % sizeof(vfloat) != 0) return false;
+    for (int i = 0; i < Width; i += lanes) stream(dst + i, load(v + i));
+    return true;
+  }
+#endif
+  return portable_target::stream_run<Width>(dst, v);
+}
+// A vector of columns: the combine's loads of an expert output's row are
+// whole vectors (four columns an item: DeepSeek-V3 / 16 at 512 tokens 1.03x
+// the time on a Zen 4 core).
+constexpr int combine_columns() {
+#ifdef KOKKOSMOE_HOST_VECTORS
+  return host_vector::lanes;
+#else
+  return portable_target::combine_columns();
+#endif
+}
+inline void stream_fence() {
+#ifdef KOKKOSMOE_HOST_VECTORS
+  host_vector::stream_fence();
+#endif
+}
+
 }  // namespace target
 }  // namespace Impl
 }  // namespace KokkosMoE

@@ -47,6 +47,24 @@ inline vfloat load(const float* p) {
   return v;
 }
 inline void store(float* p, vfloat v) { std::memcpy(p, &v, sizeof v); }
+// Streaming stores: lanes floats to p (aligned to the vector) past the
+// caches, without reading the line first; stream_fence() orders them
+// before the stores that follow (another thread may read them next).
+// Where the instruction set has none, a plain store and no fence.
+inline void stream(float* p, vfloat v) {
+#if defined(__AVX512F__)
+  _mm512_stream_ps(p, __m512(v));
+#elif defined(__AVX__)
+  _mm256_stream_ps(p, __m256(v));
+#else
+  store(p, v);
+#endif
+}
+inline void stream_fence() {
+#if defined(__AVX__)
+  _mm_sfence();
+#endif
+}
 template <std::size_t... I>
 inline vfloat broadcast(float s, std::index_sequence<I...>) {
   return vfloat{((void)I, s)...};

@@ -41,6 +41,15 @@ KOKKOS_INLINE_FUNCTION bool silu_runs(const Run&, const Run&, Run&) {
   return false;
 }
 
+template <int Width>
+KOKKOS_INLINE_FUNCTION bool stream_run(float*, const float*) {
+  return false;
+}
+KOKKOS_INLINE_FUNCTION void stream_fence() {}
+
+// Four: a 16-byte load of each expert output a thread.
+KOKKOS_INLINE_FUNCTION constexpr int combine_columns() { return 4; }
+
 }  // namespace portable_target
 }  // namespace Impl
 }  // namespace KokkosMoE
