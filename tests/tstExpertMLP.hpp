@@ -11,6 +11,7 @@
 
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #define KMOE_CAT_(a, b) a##b
 #define KMOE_CAT(a, b) KMOE_CAT_(a, b)
@@ -18,36 +19,28 @@
 
 namespace KokkosMoE {
 namespace Test {
-// out[j] = in[j] through store_column_run, Width values a call (the last call
-// with the values left), as the kernels store their runs.
-template <class Space, class Scalar, int Width>
+// out[offset + j] = in[j] through store_column_run, Width values a call (the
+// last call with the values left), as the kernels store their runs; or,
+// Streamed (float), through stream_column_run, as the down kernels of
+// fragments that stream their outputs store them.
+template <class Space, class Scalar, int Width, bool Streamed = false>
 void store_column_runs(const Kokkos::View<const float*, Space>& in,
-                       const Kokkos::View<Scalar*, Space>& out) {
+                       const Kokkos::View<Scalar*, Space>& out, int offset = 0) {
+  static_assert(!Streamed || std::is_same<Scalar, float>::value, "streamed runs are float");
   const std::int64_t n = in.extent(0);
   Kokkos::parallel_for(
       Kokkos::RangePolicy<Space>(0, (n + Width - 1) / Width), KOKKOS_LAMBDA(const std::int64_t i) {
         Impl::ColumnRun<Width> run{};
         const std::int64_t first = i * Width;
         for (int e = 0; e < Width && first + e < n; ++e) run.v[e] = in(first + e);
-        Impl::store_column_run(&out(first), run, int(n - first < Width ? n - first : Width));
-      });
-  Kokkos::fence();
-}
-
-// out[offset + j] = in[j] through stream_column_run (as the down kernels of
-// fragments that stream their outputs store them), Width values a call.
-template <class Space, int Width>
-void stream_column_runs(const Kokkos::View<const float*, Space>& in,
-                        const Kokkos::View<float*, Space>& out, int offset) {
-  const std::int64_t n = in.extent(0);
-  Kokkos::parallel_for(
-      Kokkos::RangePolicy<Space>(0, (n + Width - 1) / Width), KOKKOS_LAMBDA(const std::int64_t i) {
-        Impl::ColumnRun<Width> run{};
-        const std::int64_t first = i * Width;
-        for (int e = 0; e < Width && first + e < n; ++e) run.v[e] = in(first + e);
-        Impl::stream_column_run(&out(offset + first), run,
-                                int(n - first < Width ? n - first : Width));
-        Impl::target::stream_fence();
+        Scalar* const to = &out(offset + first);
+        const int valid = int(n - first < Width ? n - first : Width);
+        if constexpr (Streamed) {
+          Impl::stream_column_run(to, run, valid);
+          Impl::target::stream_fence();
+        } else {
+          Impl::store_column_run(to, run, valid);
+        }
       });
   Kokkos::fence();
 }
@@ -278,7 +271,7 @@ void expect_streamed_column_runs_store_their_values(int offset) {
   Kokkos::View<float*, Space> in("in", n), out("out", n + offset + Width);
   Kokkos::deep_copy(
       in, Kokkos::View<const float*, Kokkos::HostSpace, Kokkos::MemoryUnmanaged>(values.data(), n));
-  stream_column_runs<Space, Width>(in, out, offset);
+  store_column_runs<Space, float, Width, true>(in, out, offset);
   const auto got = Kokkos::create_mirror_view_and_copy(Kokkos::HostSpace(), out);
   for (std::int64_t j = 0; j < n + offset + Width; ++j) {
     const float want = j >= offset && j < offset + n ? values[j - offset] : 0.0f;
