@@ -3,8 +3,9 @@
 // row, as a fragment's store hands them to the kernels: up to 16 on host
 // fragments, the pair of columns a tensor-core thread holds on CUDA (stored
 // with one instruction where the target converts pairs: whole 32-byte
-// sectors per warp); also the four columns a thread of the combine sums.
-// store_column_run writes one to memory.
+// sectors per warp); also the columns a thread of the combine sums
+// (target::combine_columns). store_column_run writes one to memory,
+// stream_column_run past the caches where the target can.
 #ifndef KOKKOSMOE_COLUMNRUN_HPP
 #define KOKKOSMOE_COLUMNRUN_HPP
 

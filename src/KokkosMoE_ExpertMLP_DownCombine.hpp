@@ -151,9 +151,9 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
         m,
         [&](int r, int n, const auto& v) {
           if (r >= w.rows || n >= cols) return;
-          if constexpr (streams_outputs<frag>)
-            stream_column_run(y0 + std::int64_t(r) * H + n, v, cols - n);
-          else store_column_run(y0 + std::int64_t(r) * H + n, v, cols - n);
+          float* const to = y0 + std::int64_t(r) * H + n;
+          if constexpr (streams_outputs<frag>) stream_column_run(to, v, cols - n);
+          else store_column_run(to, v, cols - n);
         },
         out.acc);
     if constexpr (streams_outputs<frag>) target::stream_fence();
@@ -167,8 +167,9 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
 // out[t] = sum over the k assignments a of token t of w[a] times the expert
 // output of a (the sum of its K parts, at a's sorted row), in a fixed order
 // so the result does not depend on scheduling. Item i: Width consecutive
-// columns of one token (16-byte loads of y where Width is 4: a quarter of
-// the items, each with its division (see row_and_column), and wider loads).
+// columns of one token (target::combine_columns: on GPUs 4, a 16-byte load
+// of each row of y; on the host a vector): 1 / Width of the items, each
+// with its division (see row_and_column), and wider loads.
 template <class ExecutionSpace, class Scalar, int Width>
 struct CombineKernel {
   using memory_space = typename ExecutionSpace::memory_space;

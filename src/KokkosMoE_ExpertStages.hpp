@@ -151,9 +151,9 @@ class ExpertStages {
       case TileSize::medium: splits = down_tiles<TileSize::medium>(num_tokens, plan); break;
       case TileSize::large: splits = down_tiles<TileSize::large>(num_tokens, plan); break;
     }
-    // The target's columns per item (CUDA: four), except for split-K
-    // batches (decode: a few tokens, many K parts to sum), whose one column
-    // per item keeps more threads loading.
+    // The target's columns per item (GPU builds: four; host: a vector),
+    // except for split-K batches (decode: a few tokens, many K parts to
+    // sum), whose one column per item keeps more threads loading.
     if (splits > 1) combine<1>(routing_weights, out, num_tokens, splits, plan);
     else combine<target::combine_columns()>(routing_weights, out, num_tokens, splits, plan);
   }
@@ -346,14 +346,15 @@ class ExpertStages {
   }
 
   // The weighted sum of each token's expert outputs (the sum of `splits` K
-  // parts each), Width columns per item where y's rows allow.
+  // parts each), Width columns per item where y's rows allow, else four,
+  // else one.
   template <int Width>
   void combine(const const_weights_view& routing_weights, const rows_view& out,
                std::int64_t num_tokens, int splits, const plan_type& plan) {
     using kernel = CombineKernel<ExecutionSpace, token_type, Width>;
     if constexpr (Width > 1) {
       if (!kernel::applies(y_.data(), config_.hidden_size))
-        return combine<1>(routing_weights, out, num_tokens, splits, plan);
+        return combine<(Width > 4 ? 4 : 1)>(routing_weights, out, num_tokens, splits, plan);
     }
     Kokkos::parallel_for("KokkosMoE::combine",
                          Kokkos::RangePolicy<ExecutionSpace, Kokkos::IndexType<std::int64_t>>(

@@ -112,6 +112,12 @@
 //                     the loader (a layout the loader would fill element
 //                     by element: the host panel fragment's k-major tokens)
 //
+// Streamed outputs (optional)
+//   static constexpr bool streams_outputs  true: the down kernel stores its
+//                     products (the expert outputs, which the combine reads
+//                     only after the whole launch) by stream_column_run,
+//                     past the caches where the target can
+//
 // Team schedule (optional)
 //   schedule          a Kokkos::Schedule for the kernels' TeamPolicy
 //                     (default: Kokkos' own, static)
@@ -347,9 +353,8 @@ template <class Frag, class Scalar>
 constexpr bool reads_weights_in_place = optional_flag<weights_in_place_flag, Frag>() &&
                                         !is_block_scaled<Scalar>::value;
 
-// Whether Frag's down kernels stream their outputs past the caches (its
-// optional streams_outputs; stream_column_run): the prefill shapes of
-// one-thread teams, whose outputs are many times the caches.
+// Whether Frag's down kernels store their outputs by stream_column_run
+// (its optional streams_outputs).
 template <class Frag>
 using streams_outputs_flag = std::integral_constant<bool, Frag::streams_outputs>;
 template <class Frag>

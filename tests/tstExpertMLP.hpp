@@ -281,12 +281,40 @@ void expect_streamed_column_runs_store_their_values(int offset) {
 }
 
 TEST(EXPERTMLP_SUITE, StreamedColumnRunsStoreTheirValues) {
-  for (int offset : {0, 1, 4, 8}) {
+  for (int offset : {0, 1, 4, 8, 16}) {
     expect_streamed_column_runs_store_their_values<16>(offset);
     expect_streamed_column_runs_store_their_values<8>(offset);
     expect_streamed_column_runs_store_their_values<4>(offset);
   }
 }
+
+#ifdef KOKKOSMOE_HOST_VECTORS
+// Where x86 has streaming stores, the host target streams whole vectors at
+// vector-aligned addresses and declines (storing nothing) elsewhere, and
+// the prefill fragment, whose outputs are many times the caches, asks for
+// them; the decode fragment does not.
+TEST(EXPERTMLP_SUITE, HostTargetStreamsAlignedVectors) {
+  using namespace Impl;
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  static_assert(streams_outputs<HostPanelFragment<Host, 32, 128>> &&
+                    !streams_outputs<HostDotFragment<Host, 128>>,
+                "the prefill fragment streams its outputs, the decode one does not");
+  constexpr int lanes = host_vector::lanes;
+  alignas(64) float buffer[3 * lanes];
+  float values[lanes];
+  for (int i = 0; i < lanes; ++i) values[i] = 1.5f + i;
+  std::fill(buffer, buffer + 3 * lanes, -1.0f);
+  const bool streamed = target::stream_run<lanes>(buffer + lanes, values);
+  target::stream_fence();
+  EXPECT_EQ(streamed, host_vector::has_stream);
+  for (int i = 0; i < 3 * lanes; ++i)
+    EXPECT_EQ(buffer[i], streamed && i >= lanes && i < 2 * lanes ? values[i - lanes] : -1.0f)
+        << "at " << i;
+  std::fill(buffer, buffer + 3 * lanes, -1.0f);
+  EXPECT_FALSE(target::stream_run<lanes>(buffer + 1, values));
+  for (int i = 0; i < 3 * lanes; ++i) EXPECT_EQ(buffer[i], -1.0f) << "misaligned, at " << i;
+}
+#endif
 
 // Impl::row_and_column on the device against the host's 64-bit division, on both
 // sides of 2^31 (where it switches to 64 bits).

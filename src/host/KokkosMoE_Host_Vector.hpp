@@ -22,7 +22,7 @@
 #include <cstring>
 #include <utility>
 
-#if defined(__AVX512F__) || (defined(__AVX__) && (defined(__FMA__) || defined(__F16C__)))
+#if defined(__SSE__)
 #include <immintrin.h>
 #endif
 
@@ -47,21 +47,29 @@ inline vfloat load(const float* p) {
   return v;
 }
 inline void store(float* p, vfloat v) { std::memcpy(p, &v, sizeof v); }
-// Streaming stores: lanes floats to p (aligned to the vector) past the
-// caches, without reading the line first; stream_fence() orders them
-// before the stores that follow (another thread may read them next).
-// Where the instruction set has none, a plain store and no fence.
+// Streaming stores (x86, from SSE on: has_stream): lanes floats to p
+// (aligned to the vector) past the caches, without reading the line
+// first; stream_fence() orders them before the stores that follow
+// (another thread may read them next). Elsewhere a plain store and no
+// fence.
+#if defined(__SSE__)
+constexpr bool has_stream = true;
+#else
+constexpr bool has_stream = false;
+#endif
 inline void stream(float* p, vfloat v) {
 #if defined(__AVX512F__)
   _mm512_stream_ps(p, __m512(v));
 #elif defined(__AVX__)
   _mm256_stream_ps(p, __m256(v));
+#elif defined(__SSE__)
+  _mm_stream_ps(p, __m128(v));
 #else
   store(p, v);
 #endif
 }
 inline void stream_fence() {
-#if defined(__AVX__)
+#if defined(__SSE__)
   _mm_sfence();
 #endif
 }
