@@ -182,10 +182,11 @@ struct CombineKernel {
   int splits;
   std::int64_t assignments;
 
-  // Width > 1 needs H a multiple of Width and y aligned to Width floats.
-  static bool applies(const float* y, std::int64_t H) {
-    return Width == 1 ||
-           (H % Width == 0 && reinterpret_cast<std::uintptr_t>(y) % sizeof(Values) == 0);
+  // Width > 1 needs H a multiple of Width and y aligned to Width floats;
+  // wider than 4, one K part (split-K batches combine a column an item).
+  static bool applies(const float* y, std::int64_t H, int splits) {
+    return Width == 1 || ((Width <= 4 || splits == 1) && H % Width == 0 &&
+                          reinterpret_cast<std::uintptr_t>(y) % sizeof(Values) == 0);
   }
   static std::int64_t items(std::int64_t tokens, std::int64_t H) { return tokens * (H / Width); }
 
@@ -204,13 +205,21 @@ struct CombineKernel {
     for (int j = 0; j < k; ++j) {
       const std::int64_t p = position(t * k + j);
       if (p < 0) continue;
-      Values v = row(p, n);
-      for (int part = 1; part < splits; ++part) {
-        const Values more = row(part * assignments + p, n);
-        for (int e = 0; e < Width; ++e) v.v[e] += more.v[e];
-      }
       const float w = weights(t, j);
-      for (int e = 0; e < Width; ++e) s.v[e] += w * v.v[e];
+      if constexpr (Width > 4) {
+        // A host vector (target::combine_columns), one K part (applies),
+        // read in place: from a copy of the run (Values), GCC summed it
+        // one column at a time (4 % of a prefill forward).
+        const Values& v = *reinterpret_cast<const Values*>(&y(p, n));
+        for (int e = 0; e < Width; ++e) s.v[e] += w * v.v[e];
+      } else {
+        Values v = row(p, n);  // four: one 16-byte load on GPUs
+        for (int part = 1; part < splits; ++part) {
+          const Values more = row(part * assignments + p, n);
+          for (int e = 0; e < Width; ++e) v.v[e] += more.v[e];
+        }
+        for (int e = 0; e < Width; ++e) s.v[e] += w * v.v[e];
+      }
     }
     store_column_run(&out(t, n), s, Width);
   }

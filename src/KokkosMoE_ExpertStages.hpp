@@ -353,7 +353,7 @@ class ExpertStages {
                std::int64_t num_tokens, int splits, const plan_type& plan) {
     using kernel = CombineKernel<ExecutionSpace, token_type, Width>;
     if constexpr (Width > 1) {
-      if (!kernel::applies(y_.data(), config_.hidden_size))
+      if (!kernel::applies(y_.data(), config_.hidden_size, splits))
         return combine<(Width > 4 ? 4 : 1)>(routing_weights, out, num_tokens, splits, plan);
     }
     Kokkos::parallel_for("KokkosMoE::combine",

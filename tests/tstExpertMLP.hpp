@@ -10,6 +10,7 @@
 #include "KokkosMoE_ColumnRun.hpp"
 
 #include <cstring>
+#include <random>
 #include <limits>
 #include <type_traits>
 
@@ -315,6 +316,55 @@ TEST(EXPERTMLP_SUITE, HostTargetStreamsAlignedVectors) {
   for (int i = 0; i < 3 * lanes; ++i) EXPECT_EQ(buffer[i], -1.0f) << "misaligned, at " << i;
 }
 #endif
+
+// The combine sums each token's products in the same order whatever its
+// columns an item: a host vector of them gives the bits of one at a time
+// (an invalid assignment skipped), and each width applies only where y's
+// rows take it (wider than four: one K part).
+TEST(EXPERTMLP_SUITE, CombineColumnsSumAsOneColumnDoes) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  using Mem = Kokkos::HostSpace;
+  constexpr int width = 16, k = 3, tokens = 5;
+  constexpr std::int64_t H = 3 * width;
+  using wide = Impl::CombineKernel<Host, float, width>;
+  using four = Impl::CombineKernel<Host, float, 4>;
+  using one = Impl::CombineKernel<Host, float, 1>;
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> y("y", tokens * k, H);
+  Kokkos::View<int*, Mem> position("position", tokens * k);
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> weights("weights", tokens, k);
+  std::mt19937 gen(11);
+  std::uniform_real_distribution<float> value(-2.0f, 2.0f), weight(0.05f, 1.0f);
+  for (std::int64_t a = 0; a < tokens * k; ++a)
+    for (std::int64_t n = 0; n < H; ++n) y(a, n) = value(gen);
+  for (int a = 0; a < tokens * k; ++a) position(a) = (a * 7) % (tokens * k);
+  position(4) = -1;
+  for (int t = 0; t < tokens; ++t)
+    for (int j = 0; j < k; ++j) weights(t, j) = weight(gen);
+  const auto combined = [&](auto kernel_type) {
+    using kernel = decltype(kernel_type);
+    Kokkos::View<float**, Kokkos::LayoutRight, Mem> out("out", tokens, H);
+    Kokkos::parallel_for(
+        Kokkos::RangePolicy<Host, Kokkos::IndexType<std::int64_t>>(0, kernel::items(tokens, H)),
+        kernel{y, position, weights, out, k, H, 1, std::int64_t(tokens) * k});
+    Kokkos::fence();
+    return out;
+  };
+  const auto by_one = combined(one{}), by_four = combined(four{}), by_vector = combined(wide{});
+  for (int t = 0; t < tokens; ++t)
+    for (std::int64_t n = 0; n < H; ++n) {
+      EXPECT_EQ(by_vector(t, n), by_one(t, n)) << "token " << t << ", column " << n;
+      EXPECT_EQ(by_four(t, n), by_one(t, n)) << "token " << t << ", column " << n;
+      EXPECT_NE(by_one(t, n), 0.0f);
+    }
+  ASSERT_EQ(reinterpret_cast<std::uintptr_t>(y.data()) % (width * sizeof(float)), 0u);
+  EXPECT_TRUE(wide::applies(y.data(), H, 1));
+  EXPECT_FALSE(wide::applies(y.data(), H, 2)) << "split-K parts";
+  EXPECT_TRUE(four::applies(y.data(), H, 2));
+  EXPECT_FALSE(wide::applies(y.data() + 4, H, 1)) << "rows not aligned to the vector";
+  EXPECT_TRUE(four::applies(y.data() + 4, H, 1));
+  EXPECT_FALSE(wide::applies(y.data(), H - 4, 1)) << "H not a multiple of the vector";
+  EXPECT_TRUE(one::applies(y.data() + 1, 7, 3));
+}
 
 // Impl::row_and_column on the device against the host's 64-bit division, on both
 // sides of 2^31 (where it switches to 64 bits).

@@ -143,7 +143,7 @@ struct HostFragmentBase {
   static void multiply_pairs(const float*) {}
   template <class Acc, class... Rest>
   static void multiply_pairs(const float* a, const tile& b, Acc& acc, Rest&&... rest) {
-    Derived::multiply(a, b.data(), acc.v);
+    Derived::multiply(a, b.data(), acc);
     multiply_pairs(a, rest...);
   }
   template <class Scalar, class Acc, class... Rest>
@@ -180,7 +180,23 @@ struct HostPanelFragment
   struct accumulator_type {
     alignas(64) float v[tile_m * tile_n];  // [m][n]
     int rows = tile_m;                     // the token rows stored (InPlaceWeights::tokens)
+    bool zero = true;                      // v zero, though not written yet
   };
+  // Zeroed by the first step's blocks, which start from zero registers
+  // instead of loading zeros (a memset of up to 16 KiB an item took about
+  // 2 % of a prefill forward), and by finish where no step came.
+  template <class Member>
+  static void zero(const Member&, accumulator_type& acc) {
+    acc.zero = true;
+  }
+  template <class Member, class... Acc>
+  static void finish(const Member&, Acc&... acc) {
+    (written(acc), ...);
+  }
+  static void written(accumulator_type& acc) {
+    if (acc.zero) std::memset(acc.v, 0, sizeof acc.v);
+    acc.zero = false;
+  }
   // Weights read where they lie, in their panels: no copy into scratch per
   // step. (e4m3 weights come as weight tiles in scratch: multiply.)
   static constexpr bool weights_in_place = true;
@@ -259,9 +275,12 @@ struct HostPanelFragment
   // c[m][n] += sum_k a[m][k] b[k][n] over the tile, b a weight tile the
   // loader dequantised into scratch (every row of a; b zero past its
   // columns and depth).
-  static void multiply(const float* __restrict a, const float* __restrict b, float* __restrict c) {
-    multiply_blocks(a, Columns<float>{b, lanes, tile_n}, c, tile_m, tile_n / lanes, tile_k,
-                    static_cast<const float*>(nullptr), 0);
+  static void multiply(const float* __restrict a, const float* __restrict b,
+                       accumulator_type& acc) {
+    const bool from_zero = acc.zero;
+    acc.zero = false;
+    multiply_blocks(a, Columns<float>{b, lanes, tile_n}, acc.v, tile_m, tile_n / lanes, tile_k,
+                    static_cast<const float*>(nullptr), 0, from_zero);
   }
   // The same from the weights' panels (InPlaceWeights: b.first the step's
   // first k of the item's first panel, ld from one panel to the next; a
@@ -273,8 +292,16 @@ struct HostPanelFragment
                                 accumulator_type& acc) {
     acc.rows = b.tokens < tile_m ? b.tokens : tile_m;
     const int rows = b.rows < tile_n ? b.rows : tile_n;
+    const int vectors = (rows + lanes - 1) / lanes;
+    const bool from_zero = acc.zero;
+    acc.zero = false;
     multiply_blocks(a, Columns<Scalar>{b.first, b.ld, lanes * panel_layout<Scalar>().k_group},
-                    acc.v, acc.rows, (rows + lanes - 1) / lanes, b.depth, b.ahead, b.ahead_depth);
+                    acc.v, acc.rows, vectors, b.depth, b.ahead, b.ahead_depth, from_zero);
+    // The columns past the weights' rows, which store hands out too.
+    if (from_zero && vectors * lanes < tile_n)
+      for (int m = 0; m < acc.rows; ++m)
+        std::memset(acc.v + m * tile_n + vectors * lanes, 0,
+                    sizeof(float) * (tile_n - vectors * lanes));
   }
 
 #ifdef KOKKOSMOE_HOST_BF16_PAIRS
@@ -319,47 +346,54 @@ struct HostPanelFragment
   };
   // The blocks of rows [0, rows) of a by `vectors` vectors of columns
   // (the last blocks narrower or shorter where NB or MB do not divide),
-  // prefetching ahead_depth k of each panel from `ahead` where not null, a
-  // share each row block.
+  // added to c or, from_zero, stored over it, prefetching ahead_depth k of
+  // each panel from `ahead` where not null, a share each row block.
   template <class Tokens, class Scalar>
   static void multiply_blocks(const Tokens& a, const Columns<Scalar>& b, float* __restrict c,
                               int rows, int vectors, int depth, const Scalar* ahead,
-                              int ahead_depth) {
+                              int ahead_depth, bool from_zero) {
     const int blocks = (rows + MB - 1) / MB;
     const Ahead next{reinterpret_cast<const char*>(ahead),
                      b.vector_stride * std::int64_t(sizeof(Scalar)),
                      (ahead_depth * lanes * int(sizeof(Scalar)) + blocks - 1) / blocks};
     int j0 = 0;
     for (; j0 + NB <= vectors; j0 += NB)
-      row_blocks<NB>(a, b.from(j0), c + j0 * lanes, rows, depth, next.from(j0));
+      row_blocks<NB>(a, b.from(j0), c + j0 * lanes, rows, depth, next.from(j0), from_zero);
     if (j0 < vectors)
-      narrow_blocks<NB - 1>(a, b.from(j0), c + j0 * lanes, rows, vectors - j0, depth,
-                            next.from(j0));
+      narrow_blocks<NB - 1>(a, b.from(j0), c + j0 * lanes, rows, vectors - j0, depth, next.from(j0),
+                            from_zero);
   }
   template <int N, class Tokens, class Scalar>
   static void narrow_blocks(const Tokens& a, const Columns<Scalar>& b, float* __restrict c,
-                            int rows, int vectors, int depth, const Ahead& next) {
+                            int rows, int vectors, int depth, const Ahead& next, bool from_zero) {
     if constexpr (N > 1)
-      if (vectors < N) return narrow_blocks<N - 1>(a, b, c, rows, vectors, depth, next);
-    row_blocks<N>(a, b, c, rows, depth, next);
+      if (vectors < N) return narrow_blocks<N - 1>(a, b, c, rows, vectors, depth, next, from_zero);
+    row_blocks<N>(a, b, c, rows, depth, next, from_zero);
   }
   template <int N, class Tokens, class Scalar>
   static void row_blocks(const Tokens& a, const Columns<Scalar>& b, float* __restrict c, int rows,
-                         int depth, const Ahead& next) {
+                         int depth, const Ahead& next, bool from_zero) {
     int m0 = 0, r = 0;
     for (; m0 + MB <= rows; m0 += MB, ++r)
-      multiply_block<MB, N>(a, m0, b, c + m0 * tile_n, depth, next.share(r));
+      multiply_block<MB, N>(a, m0, b, c + m0 * tile_n, depth, next.share(r), from_zero);
     if (m0 < rows)
-      short_block<MB - 1, N>(a, m0, b, c + m0 * tile_n, rows - m0, depth, next.share(r));
+      short_block<MB - 1, N>(a, m0, b, c + m0 * tile_n, rows - m0, depth, next.share(r), from_zero);
   }
   template <int M, int N, class Tokens, class Scalar>
   static void short_block(const Tokens& a, int m0, const Columns<Scalar>& b, float* __restrict c,
-                          int rows, int depth, const Ahead& next) {
+                          int rows, int depth, const Ahead& next, bool from_zero) {
     if constexpr (M > 1)
-      if (rows < M) return short_block<M - 1, N>(a, m0, b, c, rows, depth, next);
-    multiply_block<M, N>(a, m0, b, c, depth, next);
+      if (rows < M) return short_block<M - 1, N>(a, m0, b, c, rows, depth, next, from_zero);
+    multiply_block<M, N>(a, m0, b, c, depth, next, from_zero);
   }
 
+  template <int M, int N>
+  static void zero_block(host_vector::vfloat (&block)[M][N]) {
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < N; ++j) block[i][j] = host_vector::broadcast(0.0f);
+  }
   template <int M, int N>
   static void load_block(host_vector::vfloat (&block)[M][N], const float* __restrict c) {
 #pragma GCC unroll 8
@@ -395,9 +429,10 @@ struct HostPanelFragment
   __attribute__((noinline)) static void multiply_block(const typename Steps::token* __restrict row,
                                                        const Columns<Scalar>& b,
                                                        float* __restrict c, int depth,
-                                                       const Ahead& next) {
+                                                       const Ahead& next, bool from_zero) {
     host_vector::vfloat block[M][N];
-    load_block(block, c);
+    if (from_zero) zero_block(block);
+    else load_block(block, c);
     const Scalar* col[N];
 #pragma GCC unroll 4
     for (int j = 0; j < N; ++j) col[j] = b.first + j * b.vector_stride;
@@ -433,14 +468,14 @@ struct HostPanelFragment
   // `next` has weights.
   template <int M, int N, class Steps, class Token, class Scalar>
   static void block_of(const Token* row, const Columns<Scalar>& b, float* c, int depth,
-                       const Ahead& next) {
-    if (next.first) multiply_block<M, N, Steps, true>(row, b, c, depth, next);
-    else multiply_block<M, N, Steps, false>(row, b, c, depth, next);
+                       const Ahead& next, bool from_zero) {
+    if (next.first) multiply_block<M, N, Steps, true>(row, b, c, depth, next, from_zero);
+    else multiply_block<M, N, Steps, false>(row, b, c, depth, next, from_zero);
   }
   template <int M, int N, class Scalar>
   static void multiply_block(const float* a, int m0, const Columns<Scalar>& b, float* c, int depth,
-                             const Ahead& next) {
-    block_of<M, N, FloatSteps<Scalar>>(a + m0 * tile_k, b, c, depth, next);
+                             const Ahead& next, bool from_zero) {
+    block_of<M, N, FloatSteps<Scalar>>(a + m0 * tile_k, b, c, depth, next, from_zero);
   }
 
 #ifdef KOKKOSMOE_HOST_BF16_PAIRS
@@ -489,8 +524,8 @@ struct HostPanelFragment
   };
   template <int M, int N>
   static void multiply_block(const PairTile& a, int m0, const Columns<bfloat16>& b, float* c,
-                             int depth, const Ahead& next) {
-    block_of<M, N, PairSteps>(a.v + m0 * (tile_k / 2), b, c, depth, next);
+                             int depth, const Ahead& next, bool from_zero) {
+    block_of<M, N, PairSteps>(a.v + m0 * (tile_k / 2), b, c, depth, next, from_zero);
   }
 #endif
 };
@@ -564,9 +599,10 @@ struct HostDotFragment
   }
   // c[m][n] += a[m][k] b[n][k] over the tile from scratch (weights the
   // loader converted: e4m3), as multiply_in_place sums them.
-  static void multiply(const float* __restrict a, const float* __restrict b, vfloat* __restrict c) {
+  static void multiply(const float* __restrict a, const float* __restrict b,
+                       accumulator_type& acc) {
     multiply_rows<tile_m>(Widened<float>{a},
-                          InPlaceWeights<float>{b, tile_k, tile_n, tile_k, tile_m}, c);
+                          InPlaceWeights<float>{b, tile_k, tile_n, tile_k, tile_m}, acc.v);
   }
 
  private:
