@@ -169,7 +169,9 @@ struct DownKernel : ExpertTileKernel<ExecutionSpace, Scalar, Frag> {
 // so the result does not depend on scheduling. Item i: Width consecutive
 // columns of one token (target::combine_columns: on GPUs 4, a 16-byte load
 // of each row of y; on the host a vector): 1 / Width of the items, each
-// with its division (see row_and_column), and wider loads.
+// with its division (see row_and_column), and wider loads. Wider than 4
+// (host vectors), one K part: the stages take split-K batches a column an
+// item (applies).
 template <class ExecutionSpace, class Scalar, int Width>
 struct CombineKernel {
   using memory_space = typename ExecutionSpace::memory_space;

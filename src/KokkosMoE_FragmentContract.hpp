@@ -54,13 +54,15 @@
 //   host resident_teams() -> int  0: one team per work item; else this many
 //                     teams walk all items (producer_threads > 0 only)
 //   host team_size() -> int  threads per team (team_threads where not 0)
-//   zero(member, acc)
+//   zero(member, acc)  acc as zero (it may only mark acc: the multiplies
+//                     and finish complete it)
 //   mma_nt(member, a, b, acc[, b2, acc2])  acc += a b^T (and acc2 += a b2^T,
 //                     sharing the reads of a; b2 right after b in scratch may
 //                     be multiplied with b as one tile twice as wide); all
 //                     threads of the team (the multipliers, where producer
 //                     threads load) call it with the same tiles
 //   finish(member, acc...)  waits for the multiplies in flight; acc final
+//                     (store only after it)
 //   store<Width>(member, f, acc...)  calls f(m, n, run...) for the outputs
 //                     the calling thread holds: one ColumnRun<W> per
 //                     accumulator, W <= Width consecutive columns from

@@ -14,11 +14,20 @@
 #include <cmath>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace KokkosMoE {
 namespace Test {
+
+// Whether a fragment's accumulator is marked zero rather than cleared (the
+// host fragments': its memory holds anything until the multiplies).
+template <class Acc, class = void>
+struct marks_zero : std::false_type {};
+template <class Acc>
+struct marks_zero<Acc, std::void_t<decltype(std::declval<Acc&>().zero)>> : std::true_type {};
 
 // The part of a tile product that a step takes: `tokens` rows of a, `rows`
 // rows of b, `depth` k (the whole tile, or less for the fragments that read
@@ -48,6 +57,9 @@ void fragment_mma(const View& a, const View& b, const ScalarView& as, const Scal
                                                                                          1, N, K),
         layout, "panels");
   const bool packs = layout.columns > 0;
+  // Values store hands out that are not finite: none, though an
+  // accumulator that marks itself zero starts as NaN bytes.
+  Kokkos::View<int, typename Space::memory_space> not_finite("not_finite");
   const std::size_t bytes = frag::operand_bytes(M) + frag::operand_bytes(N) +
                             frag::accumulator_bytes();
   Kokkos::parallel_for(
@@ -55,6 +67,8 @@ void fragment_mma(const View& a, const View& b, const ScalarView& as, const Scal
       KOKKOS_LAMBDA(const typename policy::member_type& m) {
         const typename frag::tile at = frag::operand(m, M), bt = frag::operand(m, N);
         typename frag::accumulator_type cs = frag::accumulator(m);
+        if constexpr (marks_zero<typename frag::accumulator_type>::value)
+          std::memset(cs.v, 0xff, sizeof cs.v);
         // Captured here: nvcc's extended lambdas cannot first capture a
         // variable inside a constexpr-if.
         const ScalarView tokens = as, weights = bs;
@@ -62,8 +76,9 @@ void fragment_mma(const View& a, const View& b, const ScalarView& as, const Scal
         const bool from_panels = packs;
         const TileShare part = share;
         const bool read_in_place = in_place;
-        (void)tokens, (void)weights, (void)packed,
-            (void)from_panels;  // unused: no weights in place
+        const auto not_finite_count = not_finite;
+        (void)tokens, (void)weights, (void)packed, (void)from_panels,
+            (void)not_finite_count;  // unused: no weights in place, no marked accumulator
         bool loaded = false;
         if constexpr (Impl::loads_rows<frag>)
           loaded = frag::load_rows(at, M, part.tokens, part.depth,
@@ -100,12 +115,18 @@ void fragment_mma(const View& a, const View& b, const ScalarView& as, const Scal
         frag::template store<2>(
             m,
             [&](int r, int n, const auto& run) {
-              for (int i = 0; i < run.width; ++i)
+              for (int i = 0; i < run.width; ++i) {
                 if (r < part.tokens && n + i < part.rows) c(r, n + i) += run.v[i];
+                if constexpr (marks_zero<typename frag::accumulator_type>::value)
+                  if (!std::isfinite(run.v[i])) Kokkos::atomic_add(&not_finite_count(), 1);
+              }
             },
             cs);
       });
   Kokkos::fence();
+  int nonfinite = 0;
+  Kokkos::deep_copy(nonfinite, not_finite);
+  EXPECT_EQ(nonfinite, 0) << "values store hands out that no multiply or zero() wrote";
 }
 
 // The fragment's products against float64 (c + 2 a b^T: two mma_nt calls).

@@ -319,52 +319,82 @@ TEST(EXPERTMLP_SUITE, HostTargetStreamsAlignedVectors) {
 
 // The combine sums each token's products in the same order whatever its
 // columns an item: a host vector of them gives the bits of one at a time
-// (an invalid assignment skipped), and each width applies only where y's
-// rows take it (wider than four: one K part).
+// (an invalid assignment skipped), four those of one also over two K
+// parts, and each width applies only where y's rows take it (wider than
+// four: one K part).
 TEST(EXPERTMLP_SUITE, CombineColumnsSumAsOneColumnDoes) {
   using Host = Kokkos::DefaultHostExecutionSpace;
   using Mem = Kokkos::HostSpace;
-  constexpr int width = 16, k = 3, tokens = 5;
+  constexpr int width = 16, k = 3, tokens = 5, assignments = tokens * k;
   constexpr std::int64_t H = 3 * width;
   using wide = Impl::CombineKernel<Host, float, width>;
   using four = Impl::CombineKernel<Host, float, 4>;
   using one = Impl::CombineKernel<Host, float, 1>;
-  Kokkos::View<float**, Kokkos::LayoutRight, Mem> y("y", tokens * k, H);
-  Kokkos::View<int*, Mem> position("position", tokens * k);
+  Kokkos::View<float**, Kokkos::LayoutRight, Mem> y("y", 2 * assignments, H);  // two K parts
+  Kokkos::View<int*, Mem> position("position", assignments);
   Kokkos::View<float**, Kokkos::LayoutRight, Mem> weights("weights", tokens, k);
   std::mt19937 gen(11);
   std::uniform_real_distribution<float> value(-2.0f, 2.0f), weight(0.05f, 1.0f);
-  for (std::int64_t a = 0; a < tokens * k; ++a)
+  for (std::int64_t a = 0; a < 2 * assignments; ++a)
     for (std::int64_t n = 0; n < H; ++n) y(a, n) = value(gen);
-  for (int a = 0; a < tokens * k; ++a) position(a) = (a * 7) % (tokens * k);
+  for (int a = 0; a < assignments; ++a) position(a) = (a * 7) % assignments;
   position(4) = -1;
   for (int t = 0; t < tokens; ++t)
     for (int j = 0; j < k; ++j) weights(t, j) = weight(gen);
-  const auto combined = [&](auto kernel_type) {
+  ASSERT_EQ(reinterpret_cast<std::uintptr_t>(y.data()) % (width * sizeof(float)), 0u);
+  const auto combined = [&](auto kernel_type, int splits) {
     using kernel = decltype(kernel_type);
+    EXPECT_TRUE(kernel::applies(y.data(), H, splits));
     Kokkos::View<float**, Kokkos::LayoutRight, Mem> out("out", tokens, H);
     Kokkos::parallel_for(
         Kokkos::RangePolicy<Host, Kokkos::IndexType<std::int64_t>>(0, kernel::items(tokens, H)),
-        kernel{y, position, weights, out, k, H, 1, std::int64_t(tokens) * k});
+        kernel{y, position, weights, out, k, H, splits, assignments});
     Kokkos::fence();
     return out;
   };
-  const auto by_one = combined(one{}), by_four = combined(four{}), by_vector = combined(wide{});
-  for (int t = 0; t < tokens; ++t)
-    for (std::int64_t n = 0; n < H; ++n) {
-      EXPECT_EQ(by_vector(t, n), by_one(t, n)) << "token " << t << ", column " << n;
-      EXPECT_EQ(by_four(t, n), by_one(t, n)) << "token " << t << ", column " << n;
-      EXPECT_NE(by_one(t, n), 0.0f);
-    }
-  ASSERT_EQ(reinterpret_cast<std::uintptr_t>(y.data()) % (width * sizeof(float)), 0u);
-  EXPECT_TRUE(wide::applies(y.data(), H, 1));
+  for (int splits : {1, 2}) {
+    const auto by_one = combined(one{}, splits), by_four = combined(four{}, splits);
+    const auto by_vector = splits == 1 ? combined(wide{}, 1) : by_four;
+    for (int t = 0; t < tokens; ++t)
+      for (std::int64_t n = 0; n < H; ++n) {
+        EXPECT_EQ(by_vector(t, n), by_one(t, n)) << "token " << t << ", column " << n;
+        EXPECT_EQ(by_four(t, n), by_one(t, n))
+            << "token " << t << ", column " << n << ", " << splits << " K parts";
+        EXPECT_NE(by_one(t, n), 0.0f);
+      }
+  }
   EXPECT_FALSE(wide::applies(y.data(), H, 2)) << "split-K parts";
-  EXPECT_TRUE(four::applies(y.data(), H, 2));
   EXPECT_FALSE(wide::applies(y.data() + 4, H, 1)) << "rows not aligned to the vector";
   EXPECT_TRUE(four::applies(y.data() + 4, H, 1));
   EXPECT_FALSE(wide::applies(y.data(), H - 4, 1)) << "H not a multiple of the vector";
   EXPECT_TRUE(one::applies(y.data() + 1, 7, 3));
 }
+
+#ifdef KOKKOSMOE_HOST_VECTORS
+// A host accumulator that no multiply reached stores zeros, whatever its
+// memory held: zero() only marks it, finish clears it.
+TEST(EXPERTMLP_SUITE, HostAccumulatorsWithoutStepsStoreZeros) {
+  using Host = Kokkos::DefaultHostExecutionSpace;
+  const auto expect_zeros = [](auto fragment) {
+    using frag = decltype(fragment);
+    auto acc = frag::accumulator(0);
+    std::memset(acc.v, 0xff, sizeof acc.v);
+    frag::zero(0, acc);
+    frag::finish(0, acc);
+    int stored = 0, nonzero = 0;
+    frag::template store<16>(
+        0,
+        [&](int, int, const auto& run) {
+          for (int i = 0; i < run.width; ++i) stored += 1, nonzero += run.v[i] != 0.0f;
+        },
+        acc);
+    EXPECT_EQ(stored, frag::tile_m * frag::tile_n);
+    EXPECT_EQ(nonzero, 0);
+  };
+  expect_zeros(Impl::HostPanelFragment<Host, 32, 64>{});
+  expect_zeros(Impl::HostDotFragment<Host, 128>{});
+}
+#endif
 
 // Impl::row_and_column on the device against the host's 64-bit division, on both
 // sides of 2^31 (where it switches to 64 bits).

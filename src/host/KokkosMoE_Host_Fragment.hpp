@@ -106,9 +106,14 @@ struct HostFragmentBase {
   template <int pending>
   static void wait_copies() {}
 
+  // zero() only marks an accumulator (Derived's `zero` member): its first
+  // multiply clears or overwrites the values store hands out, and finish
+  // clears one no multiply reached. Cleared whole per item (64 KiB in the
+  // decode fragment, 16 KiB in the prefill one, twice: value-initialised,
+  // then zeroed), it took about 2 % of a prefill forward.
   template <class Member, class Acc>
   static void zero(const Member&, Acc& acc) {
-    std::memset(acc.v, 0, sizeof acc.v);
+    acc.zero = true;
   }
   // The run store hands out when the caller takes Width: up to 16 columns
   // (a vector of silu and of conversions in the kernels' stores), at most
@@ -118,11 +123,20 @@ struct HostFragmentBase {
     return Width < 16 && Width < Columns ? Width : Columns < 16 ? Columns : 16;
   }
   template <class Member, class... Acc>
-  static void finish(const Member&, const Acc&...) {}
+  static void finish(const Member&, Acc&... acc) {
+    (cleared_if_unwritten(acc), ...);
+  }
+  template <class Acc>
+  static void cleared_if_unwritten(Acc& acc) {
+    if (acc.zero) std::memset(acc.v, 0, sizeof acc.v);
+    acc.zero = false;
+  }
 
+  // Default-initialised: its values are left to zero() and the multiplies.
   template <class Member>
   static auto accumulator(const Member&) {
-    return typename Derived::accumulator_type{};
+    typename Derived::accumulator_type acc;
+    return acc;
   }
   template <class Member, class... Pairs>
   static void mma_nt(const Member&, const tile& a, Pairs&&... b_acc) {
@@ -180,23 +194,8 @@ struct HostPanelFragment
   struct accumulator_type {
     alignas(64) float v[tile_m * tile_n];  // [m][n]
     int rows = tile_m;                     // the token rows stored (InPlaceWeights::tokens)
-    bool zero = true;                      // v zero, though not written yet
+    bool zero = true;  // v zero, not written yet: the first step's blocks start from zero
   };
-  // Zeroed by the first step's blocks, which start from zero registers
-  // instead of loading zeros (a memset of up to 16 KiB an item took about
-  // 2 % of a prefill forward), and by finish where no step came.
-  template <class Member>
-  static void zero(const Member&, accumulator_type& acc) {
-    acc.zero = true;
-  }
-  template <class Member, class... Acc>
-  static void finish(const Member&, Acc&... acc) {
-    (written(acc), ...);
-  }
-  static void written(accumulator_type& acc) {
-    if (acc.zero) std::memset(acc.v, 0, sizeof acc.v);
-    acc.zero = false;
-  }
   // Weights read where they lie, in their panels: no copy into scratch per
   // step. (e4m3 weights come as weight tiles in scratch: multiply.)
   static constexpr bool weights_in_place = true;
@@ -272,9 +271,9 @@ struct HostPanelFragment
     }
   };
 
-  // c[m][n] += sum_k a[m][k] b[k][n] over the tile, b a weight tile the
-  // loader dequantised into scratch (every row of a; b zero past its
-  // columns and depth).
+  // c[m][n] += sum_k a[m][k] b[k][n] over the tile (c zero before the
+  // first), b a weight tile the loader dequantised into scratch (every row
+  // of a; b zero past its columns and depth).
   static void multiply(const float* __restrict a, const float* __restrict b,
                        accumulator_type& acc) {
     const bool from_zero = acc.zero;
@@ -559,6 +558,7 @@ struct HostDotFragment
     // The rows multiplied in place (InPlaceWeights::tokens); the others
     // meet token rows that were not loaded, and are not stored.
     int rows = tile_m;
+    bool zero = true;  // v zero, not written yet: the first step clears its rows
   };
   static int rows_of(const accumulator_type& acc) { return acc.rows; }
 
@@ -586,6 +586,8 @@ struct HostDotFragment
     static_assert(tile_m == 8, "one case per row count");
     acc.rows = b.tokens < tile_m ? b.tokens : tile_m;
     vfloat* __restrict c = acc.v;
+    if (acc.zero) std::memset(c, 0, sizeof(vfloat) * acc.rows * tile_n);  // the rows stored
+    acc.zero = false;
     switch (acc.rows) {
       case 1: return multiply_tokens<1>(a, b, c);
       case 2: return multiply_tokens<2>(a, b, c);
@@ -601,6 +603,7 @@ struct HostDotFragment
   // loader converted: e4m3), as multiply_in_place sums them.
   static void multiply(const float* __restrict a, const float* __restrict b,
                        accumulator_type& acc) {
+    base::cleared_if_unwritten(acc);
     multiply_rows<tile_m>(Widened<float>{a},
                           InPlaceWeights<float>{b, tile_k, tile_n, tile_k, tile_m}, acc.v);
   }
