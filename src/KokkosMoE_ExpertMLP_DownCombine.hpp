@@ -195,7 +195,7 @@ struct CombineKernel {
   struct alignas(Width * sizeof(float)) Values {
     float v[Width];
   };
-  KOKKOS_FORCEINLINE_FUNCTION Values row(std::int64_t p, std::int64_t n) const {
+  KOKKOS_FORCEINLINE_FUNCTION const Values& row(std::int64_t p, std::int64_t n) const {
     return *reinterpret_cast<const Values*>(&y(p, n));
   }
 
@@ -212,7 +212,7 @@ struct CombineKernel {
         // A host vector (target::combine_columns), one K part (applies),
         // read in place: from a copy of the run (Values), GCC summed it
         // one column at a time (4 % of a prefill forward).
-        const Values& v = *reinterpret_cast<const Values*>(&y(p, n));
+        const Values& v = row(p, n);
         for (int e = 0; e < Width; ++e) s.v[e] += w * v.v[e];
       } else {
         Values v = row(p, n);  // four: one 16-byte load on GPUs

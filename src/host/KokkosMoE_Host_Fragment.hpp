@@ -107,10 +107,10 @@ struct HostFragmentBase {
   static void wait_copies() {}
 
   // zero() only marks an accumulator (Derived's `zero` member): its first
-  // multiply clears or overwrites the values store hands out, and finish
-  // clears one no multiply reached. Cleared whole per item (64 KiB in the
-  // decode fragment, 16 KiB in the prefill one, twice: value-initialised,
-  // then zeroed), it took about 2 % of a prefill forward.
+  // multiply (first_write) clears or overwrites the values store hands
+  // out, and finish clears one no multiply reached. Cleared whole each item
+  // (64 KiB in the decode fragment, 16 KiB in the prefill one), it took
+  // about 2 % of a prefill forward.
   template <class Member, class Acc>
   static void zero(const Member&, Acc& acc) {
     acc.zero = true;
@@ -126,10 +126,16 @@ struct HostFragmentBase {
   static void finish(const Member&, Acc&... acc) {
     (cleared_if_unwritten(acc), ...);
   }
+  // Whether acc was still marked zero; written from here on.
+  template <class Acc>
+  static bool first_write(Acc& acc) {
+    const bool zero = acc.zero;
+    acc.zero = false;
+    return zero;
+  }
   template <class Acc>
   static void cleared_if_unwritten(Acc& acc) {
-    if (acc.zero) std::memset(acc.v, 0, sizeof acc.v);
-    acc.zero = false;
+    if (first_write(acc)) std::memset(acc.v, 0, sizeof acc.v);
   }
 
   // Default-initialised: its values are left to zero() and the multiplies.
@@ -276,8 +282,7 @@ struct HostPanelFragment
   // of a; b zero past its columns and depth).
   static void multiply(const float* __restrict a, const float* __restrict b,
                        accumulator_type& acc) {
-    const bool from_zero = acc.zero;
-    acc.zero = false;
+    const bool from_zero = base::first_write(acc);
     multiply_blocks(a, Columns<float>{b, lanes, tile_n}, acc.v, tile_m, tile_n / lanes, tile_k,
                     static_cast<const float*>(nullptr), 0, from_zero);
   }
@@ -292,8 +297,7 @@ struct HostPanelFragment
     acc.rows = b.tokens < tile_m ? b.tokens : tile_m;
     const int rows = b.rows < tile_n ? b.rows : tile_n;
     const int vectors = (rows + lanes - 1) / lanes;
-    const bool from_zero = acc.zero;
-    acc.zero = false;
+    const bool from_zero = base::first_write(acc);
     multiply_blocks(a, Columns<Scalar>{b.first, b.ld, lanes * panel_layout<Scalar>().k_group},
                     acc.v, acc.rows, vectors, b.depth, b.ahead, b.ahead_depth, from_zero);
     // The columns past the weights' rows, which store hands out too.
@@ -586,8 +590,8 @@ struct HostDotFragment
     static_assert(tile_m == 8, "one case per row count");
     acc.rows = b.tokens < tile_m ? b.tokens : tile_m;
     vfloat* __restrict c = acc.v;
-    if (acc.zero) std::memset(c, 0, sizeof(vfloat) * acc.rows * tile_n);  // the rows stored
-    acc.zero = false;
+    if (base::first_write(acc))
+      std::memset(c, 0, sizeof(vfloat) * acc.rows * tile_n);  // rows stored
     switch (acc.rows) {
       case 1: return multiply_tokens<1>(a, b, c);
       case 2: return multiply_tokens<2>(a, b, c);
