@@ -32,6 +32,9 @@ __device__ __forceinline__ void cp16(void* s, const void* g) {
   unsigned a = (unsigned)__cvta_generic_to_shared(s);
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(a), "l"(g));
 }
+// Resident blocks walk the items (tile, K part); each step's copies are
+// issued S - 1 steps ahead, waited for, passed a barrier and touched (one
+// value a thread), then the stage is freed by a second barrier.
 template <int R, int BK, int S, bool Packed>
 __global__ void __launch_bounds__(128) stream(const uint16_t* __restrict__ w, long K, int tiles,
                                               int steps_per_item, int splits, float* out) {
@@ -65,6 +68,25 @@ __global__ void __launch_bounds__(128) stream(const uint16_t* __restrict__ w, lo
   }
   if (acc == 1234.5f) out[0] = acc;
 }
+// The median time of 20 launches after 5, by CUDA events.
+template <class Launch>
+double median_ms(const Launch& launch) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<float> ms;
+  for (int i = 0; i < 25; ++i) {
+    cudaEventRecord(a);
+    launch();
+    cudaEventRecord(b);
+    CK(cudaEventSynchronize(b));
+    float m;
+    cudaEventElapsedTime(&m, a, b);
+    if (i >= 5) ms.push_back(m);
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
 template <int R, int BK, int S, bool Packed>
 void run(const char* name, const uint16_t* w, long rows, long K, int blocks_per_sm, int splits,
          float* out) {
@@ -78,21 +100,7 @@ void run(const char* name, const uint16_t* w, long rows, long K, int blocks_per_
   const int tiles = rows / R;
   const int steps = K / BK / splits;
   const int grid = std::min<long>((long)tiles * splits, (long)sms * std::min(occ, blocks_per_sm));
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  std::vector<float> ms;
-  for (int i = 0; i < 25; ++i) {
-    cudaEventRecord(a);
-    k<<<grid, 128, smem>>>(w, K, tiles, steps, splits, out);
-    cudaEventRecord(b);
-    CK(cudaEventSynchronize(b));
-    float m;
-    cudaEventElapsedTime(&m, a, b);
-    if (i >= 5) ms.push_back(m);
-  }
-  std::sort(ms.begin(), ms.end());
-  const double med = ms[ms.size() / 2];
+  const double med = median_ms([&] { k<<<grid, 128, smem>>>(w, K, tiles, steps, splits, out); });
   const double bytes = (double)rows * K * 2;
   printf("%-34s R=%3d BK=%3d S=%d occ=%d grid=%5d splits=%d  %.4f ms  %.0f GB/s\n", name, R, BK, S,
          std::min(occ, blocks_per_sm), grid, splits, med, bytes / med / 1e6);
@@ -137,24 +145,11 @@ void run_direct(const char* name, const uint16_t* w, long rows, long K, int bloc
   const int tiles = rows / R;
   const int steps = K / BK;
   const int grid = std::min<long>(tiles, (long)sms * blocks_per_sm);
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  std::vector<float> ms;
-  for (int i = 0; i < 25; ++i) {
-    cudaEventRecord(a);
-    k<<<grid, 128>>>(w, K, tiles, steps, 1, out);
-    cudaEventRecord(b);
-    CK(cudaEventSynchronize(b));
-    float m;
-    cudaEventElapsedTime(&m, a, b);
-    if (i >= 5) ms.push_back(m);
-  }
-  std::sort(ms.begin(), ms.end());
-  const double med = ms[ms.size() / 2];
+  const double med = median_ms([&] { k<<<grid, 128>>>(w, K, tiles, steps, 1, out); });
   printf("%-34s R=%3d BK=%3d direct blocks/SM=%d grid=%5d  %.4f ms  %.0f GB/s\n", name, R, BK,
          blocks_per_sm, grid, med, (double)rows * K * 2 / med / 1e6);
 }
+// A plain read: every 16 bytes once, streaming loads, grid-stride.
 __global__ void readall(const int4* __restrict__ p, long n, float* out) {
   int4 acc{0, 0, 0, 0};
   for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n;
@@ -175,24 +170,12 @@ int main() {
   CK(cudaMalloc(&out, 4));
   CK(cudaMemset(w, 0x3c, n * 2));
   {
-    cudaEvent_t a, b;
-    cudaEventCreate(&a);
-    cudaEventCreate(&b);
-    std::vector<float> ms;
     int sms;
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
-    for (int i = 0; i < 25; ++i) {
-      cudaEventRecord(a);
-      readall<<<sms * 8, 512>>>((const int4*)w, n * 2 / 16, out);
-      cudaEventRecord(b);
-      cudaEventSynchronize(b);
-      float m;
-      cudaEventElapsedTime(&m, a, b);
-      if (i >= 5) ms.push_back(m);
-    }
-    std::sort(ms.begin(), ms.end());
-    printf("plain read (ld.global.cs int4, grid-stride)   %.4f ms  %.0f GB/s\n", ms[ms.size() / 2],
-           n * 2 / ms[ms.size() / 2] / 1e6);
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const double med =
+        median_ms([&] { readall<<<sms * 8, 512>>>((const int4*)w, n * 2 / 16, out); });
+    printf("plain read (ld.global.cs int4, grid-stride)   %.4f ms  %.0f GB/s\n", med,
+           n * 2 / med / 1e6);
   }
   run<128, 64, 4, false>("row-major (as the small shape)", w, rows, K, 3, 1, out);
   run<128, 64, 4, true>("packed", w, rows, K, 3, 1, out);
