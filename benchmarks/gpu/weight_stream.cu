@@ -2,8 +2,9 @@
 // The DRAM read rate of the decode kernels' weight stream, by access
 // pattern, without the kernels around it: each block streams a tile of R
 // weight rows over K in steps of BK (bf16) through S stages of cp.async
-// copies into shared memory, one barrier a step, as the 16-row decode
-// shape does (src/cuda/KokkosMoE_Cuda_Fragment.hpp), from
+// copies into shared memory, S - 1 steps ahead, as the 16-row decode
+// shape does (src/cuda/KokkosMoE_Cuda_Fragment.hpp; it passes one barrier
+// a step, this loop two), from
 //   row-major weights (each step: R runs of BK * 2 bytes, K * 2 apart), or
 //   packed tiles (each step's R x BK tile contiguous),
 // beside a plain grid-stride read of the same bytes, and the same tiles
@@ -144,10 +145,14 @@ void run_direct(const char* name, const uint16_t* w, long rows, long K, int bloc
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const int tiles = rows / R;
   const int steps = K / BK;
-  const int grid = std::min<long>(tiles, (long)sms * blocks_per_sm);
+  // As many blocks as asked for, or as fit (registers): the resident ones.
+  int occ;
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 128, 0));
+  const int resident = std::min(occ, blocks_per_sm);
+  const int grid = std::min<long>(tiles, (long)sms * resident);
   const double med = median_ms([&] { k<<<grid, 128>>>(w, K, tiles, steps, 1, out); });
   printf("%-34s R=%3d BK=%3d direct blocks/SM=%d grid=%5d  %.4f ms  %.0f GB/s\n", name, R, BK,
-         blocks_per_sm, grid, med, (double)rows * K * 2 / med / 1e6);
+         resident, grid, med, (double)rows * K * 2 / med / 1e6);
 }
 // A plain read: every 16 bytes once, streaming loads, grid-stride.
 __global__ void readall(const int4* __restrict__ p, long n, float* out) {
@@ -182,7 +187,8 @@ int main() {
   run<128, 128, 3, false>("row-major", w, rows, K, 2, 1, out);
   run<128, 128, 3, true>("packed", w, rows, K, 2, 1, out);
   run<128, 128, 4, false>("row-major", w, rows, K, 1, 1, out);
-  run<128, 256, 2, false>("row-major", w, rows, K, 2, 1, out);
+  // Two stages: each step waits for the copies it has just issued.
+  run<128, 256, 2, false>("row-major, no overlap", w, rows, K, 2, 1, out);
   run<128, 64, 6, false>("row-major", w, rows, K, 2, 1, out);
   run<128, 64, 6, true>("packed", w, rows, K, 2, 1, out);
   run<64, 64, 8, false>("row-major 64 rows", w, rows, K, 3, 1, out);
