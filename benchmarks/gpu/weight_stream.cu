@@ -7,8 +7,9 @@
 // a step, this loop two), from
 //   row-major weights (each step: R runs of BK * 2 bytes, K * 2 apart), or
 //   packed tiles (each step's R x BK tile contiguous),
-// beside a plain grid-stride read of the same bytes, and the same tiles
-// loaded into registers without shared memory ("direct"). 64 experts'
+// beside a plain grid-stride read of the same bytes, the same tiles
+// loaded into registers without shared memory ("direct"), and packed
+// tiles brought by one bulk copy a step ("bulk"). 64 experts'
 // gate and up rows of DeepSeek-V3 (262144 x 7168 bf16, 3.76 GB); the
 // median of 20 runs after 5, by CUDA events.
 //
@@ -154,6 +155,76 @@ void run_direct(const char* name, const uint16_t* w, long rows, long K, int bloc
   printf("%-34s R=%3d BK=%3d direct blocks/SM=%d grid=%5d  %.4f ms  %.0f GB/s\n", name, R, BK,
          resident, grid, med, (double)rows * K * 2 / med / 1e6);
 }
+// Packed tiles by bulk copies: one thread a block issues each step's
+// whole tile (R * BK * 2 contiguous bytes) as one cp.async.bulk completing
+// on the stage's mbarrier, S - 1 steps ahead; every thread waits on the
+// barrier, touches the stage, and a block barrier frees it for the next
+// copy (no copies issued by the other threads).
+template <int R, int BK, int S>
+__global__ void __launch_bounds__(128)
+    bulk(const uint16_t* __restrict__ w, long K, int tiles, int steps_per_item, float* out) {
+  extern __shared__ __align__(128) uint16_t sm[];
+  __shared__ __align__(8) uint64_t bar[S];
+  constexpr int bytes = R * BK * 2;
+  const int t = threadIdx.x;
+  if (t == 0) {
+    for (int b = 0; b < S; ++b)
+      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(
+          (unsigned)__cvta_generic_to_shared(&bar[b])));
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
+  float acc = 0;
+  int g = 0;  // steps issued over the block's life (stage g % S, use g / S)
+  for (int item = blockIdx.x; item < tiles; item += gridDim.x, g += steps_per_item) {
+    const uint16_t* tile = w + (long)item * R * K;
+    for (int s = 0; s < steps_per_item + S - 1; ++s) {
+      if (s < steps_per_item && t == 0) {
+        const int b = (g + s) % S;
+        const unsigned a = (unsigned)__cvta_generic_to_shared(&bar[b]);
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(a), "r"(bytes)
+                     : "memory");
+        asm volatile(
+            "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+            "[%3];\n" ::"r"((unsigned)__cvta_generic_to_shared(sm + b * R * BK)),
+            "l"(tile + (long)s * R * BK), "r"(bytes), "r"(a)
+            : "memory");
+      }
+      if (s >= S - 1) {
+        const int c = g + s - (S - 1), b = c % S;
+        const unsigned a = (unsigned)__cvta_generic_to_shared(&bar[b]);
+        unsigned done = 0;
+        while (!done)
+          asm volatile(
+              "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+              "selp.u32 %0, 1, 0, p;\n}\n"
+              : "=r"(done)
+              : "r"(a), "r"((c / S) & 1)
+              : "memory");
+        acc += __uint_as_float(((uint32_t)sm[b * R * BK + t * 8 % (R * BK)]) << 16);
+        __syncthreads();
+      }
+    }
+  }
+  if (acc == 1234.5f) out[0] = acc;
+}
+template <int R, int BK, int S>
+void run_bulk(const char* name, const uint16_t* w, long rows, long K, int blocks_per_sm,
+              float* out) {
+  auto k = bulk<R, BK, S>;
+  const int smem = S * R * BK * 2;
+  CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  int sms, occ;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 128, smem));
+  const int resident = std::min(occ, blocks_per_sm);
+  const int tiles = rows / R, steps = K / BK;
+  const int grid = std::min<long>(tiles, (long)sms * resident);
+  const double med = median_ms([&] { k<<<grid, 128, smem>>>(w, K, tiles, steps, out); });
+  CK(cudaGetLastError());
+  printf("%-34s R=%3d BK=%3d S=%d occ=%d grid=%5d bulk  %.4f ms  %.0f GB/s\n", name, R, BK, S,
+         resident, grid, med, (double)rows * K * 2 / med / 1e6);
+}
 // A plain read: every 16 bytes once, streaming loads, grid-stride.
 __global__ void readall(const int4* __restrict__ p, long n, float* out) {
   int4 acc{0, 0, 0, 0};
@@ -199,5 +270,9 @@ int main() {
   run_direct<128, 64, true>("packed", w, rows, K, 8, out);
   run_direct<128, 64, false>("row-major", w, rows, K, 16, out);
   run_direct<128, 64, true>("packed", w, rows, K, 16, out);
+  run_bulk<128, 64, 4>("packed, bulk copies", w, rows, K, 3, out);
+  run_bulk<128, 64, 6>("packed, bulk copies", w, rows, K, 2, out);
+  run_bulk<64, 64, 8>("packed 64 rows, bulk copies", w, rows, K, 3, out);
+  run_bulk<128, 128, 3>("packed, bulk copies", w, rows, K, 2, out);
   return 0;
 }
