@@ -80,6 +80,7 @@ double median_ms(const Launch& launch) {
   for (int i = 0; i < 25; ++i) {
     cudaEventRecord(a);
     launch();
+    CK(cudaGetLastError());
     cudaEventRecord(b);
     CK(cudaEventSynchronize(b));
     float m;
@@ -89,23 +90,31 @@ double median_ms(const Launch& launch) {
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
 }
+// The blocks a launch takes: as many a multiprocessor as asked for, or as
+// fit (shared memory, registers), at most one an item.
+struct Blocks {
+  int resident, grid;
+};
+template <class Kernel>
+Blocks blocks_of(Kernel k, int smem, int blocks_per_sm, long items) {
+  if (smem > 0) CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  int sms, occ;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 128, smem));
+  const int resident = std::min(occ, blocks_per_sm);
+  return {resident, int(std::min<long>(items, (long)sms * resident))};
+}
 template <int R, int BK, int S, bool Packed>
 void run(const char* name, const uint16_t* w, long rows, long K, int blocks_per_sm, int splits,
          float* out) {
   auto k = stream<R, BK, S, Packed>;
   const int smem = S * R * BK * 2;
-  CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  int sms;
-  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  int occ;
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 128, smem));
   const int tiles = rows / R;
   const int steps = K / BK / splits;
-  const int grid = std::min<long>((long)tiles * splits, (long)sms * std::min(occ, blocks_per_sm));
-  const double med = median_ms([&] { k<<<grid, 128, smem>>>(w, K, tiles, steps, splits, out); });
-  const double bytes = (double)rows * K * 2;
+  const Blocks n = blocks_of(k, smem, blocks_per_sm, (long)tiles * splits);
+  const double med = median_ms([&] { k<<<n.grid, 128, smem>>>(w, K, tiles, steps, splits, out); });
   printf("%-34s R=%3d BK=%3d S=%d occ=%d grid=%5d splits=%d  %.4f ms  %.0f GB/s\n", name, R, BK, S,
-         std::min(occ, blocks_per_sm), grid, splits, med, bytes / med / 1e6);
+         n.resident, n.grid, splits, med, (double)rows * K * 2 / med / 1e6);
 }
 
 // Register-direct: the same tiles' 16-byte chunks loaded into registers
@@ -142,18 +151,12 @@ template <int R, int BK, bool Packed>
 void run_direct(const char* name, const uint16_t* w, long rows, long K, int blocks_per_sm,
                 float* out) {
   auto k = direct<R, BK, Packed>;
-  int sms;
-  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const int tiles = rows / R;
   const int steps = K / BK;
-  // As many blocks as asked for, or as fit (registers): the resident ones.
-  int occ;
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 128, 0));
-  const int resident = std::min(occ, blocks_per_sm);
-  const int grid = std::min<long>(tiles, (long)sms * resident);
-  const double med = median_ms([&] { k<<<grid, 128>>>(w, K, tiles, steps, 1, out); });
+  const Blocks n = blocks_of(k, 0, blocks_per_sm, tiles);
+  const double med = median_ms([&] { k<<<n.grid, 128>>>(w, K, tiles, steps, 1, out); });
   printf("%-34s R=%3d BK=%3d direct blocks/SM=%d grid=%5d  %.4f ms  %.0f GB/s\n", name, R, BK,
-         resident, grid, med, (double)rows * K * 2 / med / 1e6);
+         n.resident, n.grid, med, (double)rows * K * 2 / med / 1e6);
 }
 // Packed tiles by bulk copies: one thread a block issues each step's
 // whole tile (R * BK * 2 contiguous bytes) as one cp.async.bulk completing
@@ -213,17 +216,11 @@ void run_bulk(const char* name, const uint16_t* w, long rows, long K, int blocks
               float* out) {
   auto k = bulk<R, BK, S>;
   const int smem = S * R * BK * 2;
-  CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  int sms, occ;
-  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, k, 128, smem));
-  const int resident = std::min(occ, blocks_per_sm);
   const int tiles = rows / R, steps = K / BK;
-  const int grid = std::min<long>(tiles, (long)sms * resident);
-  const double med = median_ms([&] { k<<<grid, 128, smem>>>(w, K, tiles, steps, out); });
-  CK(cudaGetLastError());
+  const Blocks n = blocks_of(k, smem, blocks_per_sm, tiles);
+  const double med = median_ms([&] { k<<<n.grid, 128, smem>>>(w, K, tiles, steps, out); });
   printf("%-34s R=%3d BK=%3d S=%d occ=%d grid=%5d bulk  %.4f ms  %.0f GB/s\n", name, R, BK, S,
-         resident, grid, med, (double)rows * K * 2 / med / 1e6);
+         n.resident, n.grid, med, (double)rows * K * 2 / med / 1e6);
 }
 // A plain read: every 16 bytes once, streaming loads, grid-stride.
 __global__ void readall(const int4* __restrict__ p, long n, float* out) {
