@@ -8,7 +8,7 @@
 // bounds it: where a decode point's rows per expert put it below the
 // memory's read rate, the loop, not memory, bounds that point
 // (docs/performance.md, "Host backends"). Named
-// host/decode_loop/<dtype>/rows<M>; Bench_HostLayer.cpp measures the read
+// host/decode_loop/<dtype>/rows:<M>; Bench_HostLayer.cpp measures the read
 // stream and the multiply-add peak to compare with.
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 

@@ -39,6 +39,13 @@ constexpr int lanes = 4;
 #endif
 
 using vfloat = float __attribute__((vector_size(lanes * sizeof(float))));
+// Vector registers of the instruction set (x86: 32 with AVX-512, else 16;
+// AArch64: 32), for the register blocks' shapes.
+#if defined(__AVX512F__) || defined(__aarch64__)
+constexpr int registers = 32;
+#else
+constexpr int registers = 16;
+#endif
 
 // lanes floats from p (any alignment).
 inline vfloat load(const float* p) {
