@@ -163,7 +163,9 @@ void expect_fragment_mma() {
   std::vector<Case> cases = {{false, {M, N, K}}};
   if (Impl::reads_weights_in_place<frag, Scalar>) {
     cases.push_back({true, {M, N, K}});
-    cases.push_back({true, {M - 1, N - 3, K - 5}});
+    // Every count of token rows (the register blocks' shapes depend on it),
+    // with fewer weight rows and k than the tile holds.
+    for (int m = 1; m < M; ++m) cases.push_back({true, {m, N - 3, K - 5}});
   }
   for (int team_size : team_sizes)
     for (const Case& kase : cases) {
