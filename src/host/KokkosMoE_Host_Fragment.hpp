@@ -555,7 +555,7 @@ struct HostDotFragment
   // With 16 registers (x86 without AVX-512) M x 4 up to 3 rows: at 4, GCC
   // kept sums on the stack in the loop, and the loop alone took weights at
   // half the rate of M x 2 in fp32, 0.77 of it in bf16 (AVX2 on Zen 3,
-  // Bench_HostDecodeLoop.cpp).
+  // Bench_HostFragmentLoops.cpp).
   template <int M>
   static constexpr int block_of = M <= (host_vector::registers >= 32 ? 4 : 3) ? 4 : 2;
   static_assert(tile_n % 4 == 0 && tile_k % (2 * lanes) == 0, "whole register blocks");
