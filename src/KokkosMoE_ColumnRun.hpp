@@ -31,6 +31,8 @@ struct ColumnRun {
 // one vector store where the run is whole and dst aligned to its size.
 template <class T, int Width>
 KOKKOS_FORCEINLINE_FUNCTION void store_column_run(T* dst, const ColumnRun<Width>& run, int valid) {
+  if constexpr (Width > 1 && sizeof(T) == 2)
+    if (valid >= Width && target::narrow_run<T, Width>(dst, run.v)) return;
   if constexpr (Width > 1) {
     struct alignas(Width * sizeof(T)) Whole {
       T v[Width];

@@ -18,6 +18,9 @@
 //                     (streaming stores, whole aligned vectors), or false:
 //                     not done here (nothing stored)
 //   stream_fence()    orders the streaming stores before later stores
+//   narrow_run<T, Width>(dst, v) -> bool  Width floats to the 16-bit T at
+//                     dst (any alignment), rounded as from_float<T>, by
+//                     whole vectors, or false: not done here (nothing stored)
 //   combine_columns() the output columns an item of the weighted combine
 //                     sums (the width of its loads of each expert output)
 //

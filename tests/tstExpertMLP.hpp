@@ -257,10 +257,14 @@ void expect_stored_column_runs_round_like_from_float() {
   }
 }
 
+// Widths of 8 and 16 too: whole host vectors (AVX2, AVX-512), which the
+// host target rounds a vector at a time (target::narrow_run).
 TYPED_TEST(EXPERTMLP_SUITE, StoredColumnRunsRoundLikeFromFloat) {
   expect_stored_column_runs_round_like_from_float<TypeParam, 1>();
   expect_stored_column_runs_round_like_from_float<TypeParam, 2>();
   expect_stored_column_runs_round_like_from_float<TypeParam, 4>();
+  expect_stored_column_runs_round_like_from_float<TypeParam, 8>();
+  expect_stored_column_runs_round_like_from_float<TypeParam, 16>();
 }
 
 // Streamed runs store their values bit for bit, whole runs at aligned and

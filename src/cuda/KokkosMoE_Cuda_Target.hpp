@@ -80,6 +80,7 @@ KOKKOS_INLINE_FUNCTION bool silu_runs(const Run& g, const Run& u, Run& h) {
   return portable_target::silu_runs<Width>(g, u, h);
 }
 using portable_target::combine_columns;
+using portable_target::narrow_run;
 using portable_target::stream_fence;
 using portable_target::stream_run;
 

@@ -119,6 +119,19 @@ inline vfloat widen(const bfloat16* p) {
   return v;
 #endif
 }
+// v rounded to bfloat16 as bfloat16::from_float does (nearest even, a NaN
+// kept a quiet NaN), its lanes values to p (any alignment).
+inline void to_bfloat16(bfloat16* p, vfloat v) {
+  using bits = std::uint32_t __attribute__((vector_size(lanes * sizeof(std::uint32_t))));
+  using half_bits = std::uint16_t __attribute__((vector_size(lanes * sizeof(std::uint16_t))));
+  bits u;
+  std::memcpy(&u, &v, sizeof u);
+  const bits rounded = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  const bits quiet = (u >> 16) | 0x40u;
+  const bits out = (u & 0x7fffffffu) > 0x7f800000u ? quiet : rounded;
+  const half_bits h = __builtin_convertvector(out, half_bits);
+  std::memcpy(p, &h, sizeof h);
+}
 inline vfloat widen(const float16* p) {
 #if defined(__AVX512F__)
   return vfloat(_mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))));

@@ -48,6 +48,13 @@ KOKKOS_INLINE_FUNCTION bool stream_run(float*, const float*) {
 }
 KOKKOS_INLINE_FUNCTION void stream_fence() {}
 
+// No vectors: false, nothing stored (store_column_run converts a value or
+// a pair at a time).
+template <class T, int Width>
+KOKKOS_INLINE_FUNCTION bool narrow_run(T*, const float*) {
+  return false;
+}
+
 // Four: a 16-byte load of each expert output a thread.
 KOKKOS_INLINE_FUNCTION constexpr int combine_columns() { return 4; }
 
