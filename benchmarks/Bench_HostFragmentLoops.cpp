@@ -20,6 +20,7 @@
 #include <KokkosMoE/KokkosMoE_Scalar.hpp>
 
 #include "KokkosMoE_Fragment.hpp"
+#include "KokkosMoE_WeightPanels.hpp"
 
 #include <Kokkos_Core.hpp>
 #include <benchmark/benchmark.h>
@@ -70,8 +71,9 @@ void decode_loop(benchmark::State& state) {
 
 // The prefill fragment of a tile of `rows` token rows (16 or fewer: the
 // 16-row tile's; else the 32-row one's) on a weight tile's panels, packed
-// as the layer packs them (panel_layout), through mma_nt with one weight
-// tile (the gate/up kernel passes gate's and up's, the down kernel one).
+// by the layer's pack_panels in its panel_layout, through mma_nt with one
+// weight tile (the gate/up kernel passes gate's and up's, the down kernel
+// one).
 // The token tile holds bfloat16 values where the weights are bfloat16, as
 // the kernels load it (mma_nt converts it to pairs where the build has them).
 template <class Scalar, Impl::TileSize Size>
@@ -79,20 +81,20 @@ void panel_loop_of(benchmark::State& state, int tokens) {
   using frag = Impl::Fragment<Space, Scalar, Size>;
   static_assert(Impl::reads_weights_in_place<frag, Scalar> && frag::k_contiguous == false,
                 "the host prefill fragment");
-  constexpr Impl::PanelLayout layout = frag::template panel_layout<Scalar>();
   constexpr int depth = frag::tile_k, columns = frag::tile_n;
-  const std::int64_t panel = std::int64_t(layout.columns) * depth;
-  std::vector<Scalar> panels(std::size_t(columns / layout.columns) * panel);
   const auto values = spread_values<Scalar>(std::size_t(columns) * depth, 7919, 1024.0f);
-  for (int n = 0; n < columns; ++n)
-    for (int k = 0; k < depth; ++k)
-      panels[(n / layout.columns) * panel + layout.offset(n % layout.columns, k)] =
-          values[std::size_t(n) * depth + k];
+  const auto panels = Impl::pack_panels<Space, Scalar>(
+      Space(),
+      Kokkos::View<const Scalar***, Kokkos::LayoutRight, Kokkos::HostSpace,
+                   Kokkos::MemoryTraits<Kokkos::Unmanaged>>(values.data(), 1, columns, depth),
+      frag::template panel_layout<Scalar>(), "panels");
+  Kokkos::fence();
   auto a = spread_values<float>(std::size_t(frag::tile_m) * frag::tile_k, 104729, 2048.0f);
   for (float& v : a) v = Impl::to_float(Scalar(v));
   const typename frag::tile tile(a.data(), frag::tile_m, frag::tile_k);
   auto acc = std::make_unique<typename frag::accumulator_type>();
-  const Impl::InPlaceWeights<Scalar> b{panels.data(), panel, columns, depth, tokens};
+  const Impl::InPlaceWeights<Scalar> b{panels.data(), std::int64_t(panels.extent(2)), columns,
+                                       depth, tokens};
   for (auto _ : state) {
     acc->zero = true;
     frag::mma_nt(0, tile, b, *acc);
